@@ -1,0 +1,1 @@
+//! weir pool crate.

@@ -1,0 +1,1 @@
+//! weir session crate.
