@@ -1,0 +1,268 @@
+//! OK, ERR and EOF packets: building them for clients and reading them from servers.
+
+use crate::io::{put_lenenc, put_lenenc_bytes, Reader};
+use crate::packet::{begin_packet, finish_packet};
+use crate::{cap, WireError};
+use bytes::{BufMut, BytesMut};
+
+/// The fields of an OK packet that weir acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OkInfo {
+    /// Rows changed by the statement.
+    pub affected_rows: u64,
+    /// Value of LAST_INSERT_ID() after the statement.
+    pub last_insert_id: u64,
+    /// Server status flags.
+    pub status: u16,
+    /// Number of warnings.
+    pub warnings: u16,
+}
+
+impl OkInfo {
+    /// Parses an OK payload (first byte 0x00, or 0xFE when it ends a result set).
+    pub fn parse(payload: &[u8]) -> Result<OkInfo, WireError> {
+        let mut r = Reader::new(payload);
+        r.u8("OK header")?;
+        let affected_rows = r.lenenc("affected rows")?;
+        let last_insert_id = r.lenenc("last insert id")?;
+        let status = r.u16("status flags")?;
+        let warnings = if r.remaining().len() >= 2 {
+            r.u16("warnings")?
+        } else {
+            0
+        };
+        Ok(OkInfo {
+            affected_rows,
+            last_insert_id,
+            status,
+            warnings,
+        })
+    }
+}
+
+/// An error, as a server sends it or as weir answers a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrInfo {
+    /// MySQL error code.
+    pub code: u16,
+    /// Five-character SQLSTATE.
+    pub state: [u8; 5],
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl ErrInfo {
+    /// An error with the given code, SQLSTATE and message.
+    pub fn new(code: u16, state: &str, message: impl Into<String>) -> Self {
+        let mut st = *b"HY000";
+        if state.len() == 5 {
+            st.copy_from_slice(state.as_bytes());
+        }
+        ErrInfo {
+            code,
+            state: st,
+            message: message.into(),
+        }
+    }
+
+    /// Parses an ERR payload (first byte 0xFF).
+    pub fn parse(payload: &[u8]) -> Result<ErrInfo, WireError> {
+        let mut r = Reader::new(payload);
+        r.u8("ERR header")?;
+        let code = r.u16("error code")?;
+        let mut state = *b"HY000";
+        if r.remaining().first() == Some(&b'#') && r.remaining().len() >= 6 {
+            r.u8("#")?;
+            state.copy_from_slice(r.take(5, "sqlstate")?);
+        }
+        let message = String::from_utf8_lossy(r.rest()).into_owned();
+        Ok(ErrInfo {
+            code,
+            state,
+            message,
+        })
+    }
+
+    /// SQLSTATE as text.
+    pub fn sqlstate(&self) -> &str {
+        std::str::from_utf8(&self.state).unwrap_or("HY000")
+    }
+
+    /// Appends this error as a packet with sequence id `seq`.
+    pub fn write(&self, out: &mut BytesMut, seq: u8) {
+        let start = begin_packet(out, seq);
+        out.put_u8(0xff);
+        out.put_u16_le(self.code);
+        out.put_u8(b'#');
+        out.put_slice(&self.state);
+        // Keep well under one frame whatever the message.
+        let msg = self.message.as_bytes();
+        out.put_slice(&msg[..msg.len().min(16_000)]);
+        finish_packet(out, start);
+    }
+}
+
+impl std::fmt::Display for ErrInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ERROR {} ({}): {}", self.code, self.sqlstate(), self.message)
+    }
+}
+
+/// Appends an OK packet.
+pub fn write_ok(out: &mut BytesMut, seq: u8, ok: &OkInfo, info: &[u8]) {
+    let start = begin_packet(out, seq);
+    out.put_u8(0x00);
+    put_lenenc(out, ok.affected_rows);
+    put_lenenc(out, ok.last_insert_id);
+    out.put_u16_le(ok.status);
+    out.put_u16_le(ok.warnings);
+    if !info.is_empty() {
+        out.put_slice(info);
+    }
+    finish_packet(out, start);
+}
+
+/// Appends the packet that ends a result set: an EOF, or an OK with header 0xFE when the client
+/// negotiated CLIENT_DEPRECATE_EOF.
+pub fn write_end_of_rows(out: &mut BytesMut, seq: u8, client_caps: u32, status: u16, warnings: u16) {
+    let start = begin_packet(out, seq);
+    out.put_u8(0xfe);
+    if client_caps & cap::DEPRECATE_EOF != 0 {
+        out.put_u8(0);
+        out.put_u8(0);
+    }
+    if client_caps & cap::DEPRECATE_EOF != 0 {
+        out.put_u16_le(status);
+        out.put_u16_le(warnings);
+    } else {
+        out.put_u16_le(warnings);
+        out.put_u16_le(status);
+    }
+    finish_packet(out, start);
+}
+
+/// Appends a classic EOF packet (warnings, then status).
+pub fn write_eof(out: &mut BytesMut, seq: u8, status: u16, warnings: u16) {
+    let start = begin_packet(out, seq);
+    out.put_u8(0xfe);
+    out.put_u16_le(warnings);
+    out.put_u16_le(status);
+    finish_packet(out, start);
+}
+
+/// Reads warnings and status from a classic EOF payload.
+pub fn parse_eof(payload: &[u8]) -> Result<(u16, u16), WireError> {
+    let mut r = Reader::new(payload);
+    r.u8("EOF header")?;
+    let warnings = r.u16("warnings")?;
+    let status = r.u16("status")?;
+    Ok((warnings, status))
+}
+
+/// Whether a payload is an EOF marker (as opposed to a row that starts with 0xFE).
+#[inline]
+pub fn is_eof(payload_len: usize, first: u8) -> bool {
+    first == 0xfe && payload_len < 9
+}
+
+/// A text-protocol result set built by weir itself (admin answers, local replies).
+pub struct TextResultSet<'a> {
+    out: &'a mut BytesMut,
+    seq: u8,
+    client_caps: u32,
+}
+
+impl<'a> TextResultSet<'a> {
+    /// Writes the column count and one VARCHAR column definition per name.
+    pub fn begin(out: &'a mut BytesMut, mut seq: u8, client_caps: u32, columns: &[&str]) -> Self {
+        let start = begin_packet(out, seq);
+        put_lenenc(out, columns.len() as u64);
+        finish_packet(out, start);
+        seq = seq.wrapping_add(1);
+        for name in columns {
+            let start = begin_packet(out, seq);
+            put_lenenc_bytes(out, b"def");
+            put_lenenc_bytes(out, b"");
+            put_lenenc_bytes(out, b"");
+            put_lenenc_bytes(out, b"");
+            put_lenenc_bytes(out, name.as_bytes());
+            put_lenenc_bytes(out, name.as_bytes());
+            out.put_u8(0x0c);
+            out.put_u16_le(33); // utf8_general_ci
+            out.put_u32_le(1024);
+            out.put_u8(crate::coltype::VAR_STRING);
+            out.put_u16_le(0);
+            out.put_u8(0);
+            out.put_u16_le(0);
+            finish_packet(out, start);
+            seq = seq.wrapping_add(1);
+        }
+        if client_caps & cap::DEPRECATE_EOF == 0 {
+            write_eof(out, seq, crate::status::AUTOCOMMIT, 0);
+            seq = seq.wrapping_add(1);
+        }
+        TextResultSet {
+            out,
+            seq,
+            client_caps,
+        }
+    }
+
+    /// Writes one row; `None` is SQL NULL.
+    pub fn row(&mut self, values: &[Option<&[u8]>]) {
+        let start = begin_packet(self.out, self.seq);
+        for v in values {
+            match v {
+                Some(v) => put_lenenc_bytes(self.out, v),
+                None => self.out.put_u8(0xfb),
+            }
+        }
+        finish_packet(self.out, start);
+        self.seq = self.seq.wrapping_add(1);
+    }
+
+    /// Ends the result set with the given status flags; returns the next sequence id.
+    pub fn finish(self, status: u16) -> u8 {
+        write_end_of_rows(self.out, self.seq, self.client_caps, status, 0);
+        self.seq.wrapping_add(1)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_round_trip() {
+        let ok = OkInfo {
+            affected_rows: 300,
+            last_insert_id: 1 << 40,
+            status: 3,
+            warnings: 2,
+        };
+        let mut out = BytesMut::new();
+        write_ok(&mut out, 1, &ok, b"");
+        assert_eq!(OkInfo::parse(&out[4..]).unwrap(), ok);
+    }
+
+    #[test]
+    fn err_round_trip() {
+        let e = ErrInfo::new(1045, "28000", "Access denied for user 'u'@'h'");
+        let mut out = BytesMut::new();
+        e.write(&mut out, 2);
+        assert_eq!(out[3], 2);
+        assert_eq!(ErrInfo::parse(&out[4..]).unwrap(), e);
+    }
+
+    #[test]
+    fn end_of_rows_forms() {
+        let mut out = BytesMut::new();
+        write_end_of_rows(&mut out, 0, 0, 0x22, 1);
+        assert_eq!(parse_eof(&out[4..]).unwrap(), (1, 0x22));
+        let mut out = BytesMut::new();
+        write_end_of_rows(&mut out, 0, cap::DEPRECATE_EOF, 0x22, 1);
+        let ok = OkInfo::parse(&out[4..]).unwrap();
+        assert_eq!((ok.status, ok.warnings), (0x22, 1));
+    }
+}
