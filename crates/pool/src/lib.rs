@@ -1,1 +1,402 @@
-//! weir pool crate.
+//! Hostgroups, live server status and pooled backend connections: pick a usable server by
+//! weight, check a connection out for a statement, take it back when it is clean.
+//!
+//! The pool never parses SQL and never sees clients. Connections are pooled per
+//! [`PoolKey`] (user, correctness-relevant capabilities, collation), because a connection
+//! authenticated as one user with one set of protocol options can only serve the same.
+#![forbid(unsafe_code)]
+
+mod server;
+#[cfg(test)]
+mod tests;
+
+pub use server::{ServerSnapshot, ServerSpec, ServerState, ServerStats, ServerStatus};
+
+use arc_swap::ArcSwap;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir_backend::{BackendConn, BackendError, ConnectParams, Credential};
+
+/// What a pooled connection must match to be reused.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PoolKey {
+    /// Backend user.
+    pub username: Arc<str>,
+    /// Capabilities from `weir_backend::CORRECTNESS_CAPS`.
+    pub capabilities: u32,
+    /// Collation id set at handshake.
+    pub collation: u8,
+}
+
+/// How to log in when a new connection must be opened for a [`PoolKey`].
+#[derive(Debug, Clone)]
+pub struct LoginTemplate {
+    /// The key the connection will be pooled under.
+    pub key: PoolKey,
+    /// Secret for `key.username`.
+    pub credential: Credential,
+    /// Schema to select at handshake.
+    pub schema: Option<String>,
+}
+
+/// Timeouts and limits the pool applies; replaced live on LOAD MYSQL VARIABLES.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    /// Limit for one connect plus handshake (mysql-connect_timeout_server).
+    pub connect_timeout: Duration,
+    /// How long a statement waits for a usable server (mysql-connect_timeout_server_max).
+    pub connect_timeout_max: Duration,
+    /// Connect attempts before giving up (mysql-connect_retries_on_failure).
+    pub connect_retries: u32,
+    /// Share of max_connections kept idle per server (mysql-free_connections_pct).
+    pub free_connections_pct: u32,
+    /// Idle connections older than this are pinged before reuse (mysql-ping_interval_server_msec).
+    pub ping_interval: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            connect_timeout: Duration::from_millis(3000),
+            connect_timeout_max: Duration::from_millis(10000),
+            connect_retries: 10,
+            free_connections_pct: 10,
+            ping_interval: Duration::from_millis(120_000),
+        }
+    }
+}
+
+/// Why no connection could be handed out.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// No usable server in the hostgroup within connect_timeout_server_max.
+    #[error(
+        "Max connect timeout reached while reaching hostgroup {hostgroup} after {waited_ms}ms"
+    )]
+    NoServer {
+        /// Hostgroup asked for.
+        hostgroup: u32,
+        /// Time waited.
+        waited_ms: u128,
+    },
+    /// The server refused the login (wrong backend credentials, unknown schema...).
+    #[error("{0}")]
+    Refused(BackendError),
+    /// Every connect attempt failed.
+    #[error("cannot connect to hostgroup {hostgroup}: {last}")]
+    ConnectFailed {
+        /// Hostgroup asked for.
+        hostgroup: u32,
+        /// The last failure.
+        last: BackendError,
+    },
+    /// weir is shutting down.
+    #[error("weir is shutting down")]
+    ShuttingDown,
+}
+
+#[derive(Default)]
+struct Topology {
+    hostgroups: HashMap<u32, Vec<Arc<ServerState>>>,
+    all: Vec<Arc<ServerState>>,
+}
+
+/// All hostgroups and their connections.
+pub struct Pool {
+    topology: ArcSwap<Topology>,
+    settings: ArcSwap<PoolSettings>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Self::new(PoolSettings::default())
+    }
+}
+
+/// A connection checked out of the pool; return it with [`Pool::checkin`] or drop it to close.
+pub struct PooledConn {
+    conn: Option<BackendConn>,
+    server: Arc<ServerState>,
+    key: PoolKey,
+}
+
+impl PooledConn {
+    /// The server this connection belongs to.
+    pub fn server(&self) -> &Arc<ServerState> {
+        &self.server
+    }
+
+    /// The connection.
+    pub fn conn(&mut self) -> &mut BackendConn {
+        // Only `take` empties it, and that consumes self.
+        match self.conn.as_mut() {
+            Some(c) => c,
+            None => unreachable_conn(),
+        }
+    }
+
+    /// The connection, read-only.
+    pub fn conn_ref(&self) -> &BackendConn {
+        match self.conn.as_ref() {
+            Some(c) => c,
+            None => unreachable_conn(),
+        }
+    }
+
+    /// The key it is pooled under.
+    pub fn key(&self) -> &PoolKey {
+        &self.key
+    }
+
+    /// Closes the connection without returning it (a connection that saw an error).
+    pub async fn close(mut self) {
+        if let Some(c) = self.conn.take() {
+            c.quit().await;
+        }
+    }
+}
+
+#[allow(clippy::panic)]
+fn unreachable_conn() -> ! {
+    panic!("PooledConn used after its connection was taken")
+}
+
+impl Drop for PooledConn {
+    fn drop(&mut self) {
+        // Closed, not returned: the slot frees up.
+        self.server.stats.conn_used.fetch_sub(1, Ordering::Relaxed);
+        self.server.notify_freed();
+    }
+}
+
+impl Pool {
+    /// An empty pool.
+    pub fn new(settings: PoolSettings) -> Pool {
+        Pool {
+            topology: ArcSwap::from_pointee(Topology::default()),
+            settings: ArcSwap::from_pointee(settings),
+            changed: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    /// Replaces the timeouts and limits.
+    pub fn set_settings(&self, settings: PoolSettings) {
+        self.settings.store(Arc::new(settings));
+    }
+
+    /// Current settings.
+    pub fn settings(&self) -> Arc<PoolSettings> {
+        self.settings.load_full()
+    }
+
+    /// Applies a new server list. Servers keep their connections and counters when their
+    /// (hostgroup, hostname, port) stays; removed servers drain: they take no new work and their
+    /// connections close as they come back.
+    pub fn apply_servers(&self, specs: &[ServerSpec]) {
+        let old = self.topology.load_full();
+        let mut by_key: HashMap<(u32, String, u16), Arc<ServerState>> =
+            old.all.iter().map(|s| (s.identity(), s.clone())).collect();
+        let mut topo = Topology::default();
+        for spec in specs {
+            let id = (spec.hostgroup, spec.hostname.clone(), spec.port);
+            let state = match by_key.remove(&id) {
+                Some(s) => {
+                    s.update(spec.clone());
+                    s
+                }
+                None => Arc::new(ServerState::new(spec.clone(), self.changed.clone())),
+            };
+            topo.hostgroups
+                .entry(spec.hostgroup)
+                .or_default()
+                .push(state.clone());
+            topo.all.push(state);
+        }
+        for (_, gone) in by_key {
+            gone.retire();
+        }
+        self.topology.store(Arc::new(topo));
+        self.changed.notify_waiters();
+    }
+
+    /// A snapshot of every server and its counters (stats_mysql_connection_pool).
+    pub fn snapshot(&self) -> Vec<ServerSnapshot> {
+        self.topology
+            .load()
+            .all
+            .iter()
+            .map(|s| s.snapshot())
+            .collect()
+    }
+
+    /// Every server currently configured.
+    pub fn servers(&self) -> Vec<Arc<ServerState>> {
+        self.topology.load().all.clone()
+    }
+
+    /// Sets the runtime status of every server matching host and port (monitor, tests).
+    pub fn set_status(&self, hostname: &str, port: u16, status: ServerStatus) {
+        for s in &self.topology.load().all {
+            if s.spec().hostname == hostname && s.spec().port == port {
+                s.set_status(status);
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn pick(&self, hostgroup: u32) -> Option<Arc<ServerState>> {
+        let topo = self.topology.load();
+        let servers = topo.hostgroups.get(&hostgroup)?;
+        let mut total = 0u64;
+        for s in servers {
+            if s.usable() {
+                total += s.spec().weight as u64;
+            }
+        }
+        if total == 0 {
+            return None;
+        }
+        let mut r = rand::random::<u64>() % total;
+        for s in servers {
+            if s.usable() {
+                let w = s.spec().weight as u64;
+                if r < w {
+                    return Some(s.clone());
+                }
+                r -= w;
+            }
+        }
+        None
+    }
+
+    /// Checks out a connection to a usable server of `hostgroup`: an idle one for the same key
+    /// when there is one, a new one otherwise. Waits up to connect_timeout_server_max for a
+    /// server to become usable.
+    pub async fn checkout(
+        &self,
+        hostgroup: u32,
+        login: &LoginTemplate,
+    ) -> Result<PooledConn, PoolError> {
+        let settings = self.settings.load_full();
+        let started = Instant::now();
+        let deadline = started + settings.connect_timeout_max;
+        let mut attempts = 0u32;
+        let mut last_err: Option<BackendError> = None;
+        loop {
+            // Registered before looking, so a change between the look and the wait is not lost.
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let Some(server) = self.pick(hostgroup) else {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(match last_err {
+                        Some(last) => PoolError::ConnectFailed { hostgroup, last },
+                        None => PoolError::NoServer {
+                            hostgroup,
+                            waited_ms: started.elapsed().as_millis(),
+                        },
+                    });
+                }
+                // Woken by status changes and freed slots; the short cap covers servers whose
+                // shun period simply runs out.
+                let wait = (deadline - now).min(Duration::from_millis(100));
+                tokio::select! {
+                    _ = notified => {}
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                continue;
+            };
+            if !server.reserve() {
+                // Lost the race for the last slot: wait for a change like any other waiter.
+                let wait = deadline.saturating_duration_since(Instant::now());
+                if wait.is_zero() {
+                    continue;
+                }
+                tokio::select! {
+                    _ = notified => {}
+                    _ = tokio::time::sleep(wait.min(Duration::from_millis(100))) => {}
+                }
+                continue;
+            }
+            if let Some(conn) = server.take_idle(&login.key) {
+                let mut pooled = PooledConn {
+                    conn: Some(conn),
+                    server: server.clone(),
+                    key: login.key.clone(),
+                };
+                if pooled.conn_ref().last_used.elapsed() >= settings.ping_interval
+                    && pooled.conn().command(weir_wire_ping(), &[]).await.is_err()
+                {
+                    drop(pooled);
+                    continue;
+                }
+                return Ok(pooled);
+            }
+            server.evict_idle_over_limit();
+            let params = ConnectParams {
+                endpoint: server.endpoint().clone(),
+                username: login.key.username.to_string(),
+                credential: login.credential.clone(),
+                schema: login.schema.clone(),
+                collation: login.key.collation,
+                capabilities: login.key.capabilities,
+                connect_timeout: settings.connect_timeout,
+            };
+            match BackendConn::connect(&params).await {
+                Ok(conn) => {
+                    server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
+                    return Ok(PooledConn {
+                        conn: Some(conn),
+                        server,
+                        key: login.key.clone(),
+                    });
+                }
+                Err(e) => {
+                    server.stats.conn_used.fetch_sub(1, Ordering::Relaxed);
+                    server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
+                    server.notify_freed();
+                    tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");
+                    if let BackendError::Server(_) | BackendError::Auth(_) = e {
+                        // The server is up and said no: retrying will not change its mind.
+                        return Err(PoolError::Refused(e));
+                    }
+                    attempts += 1;
+                    if attempts > settings.connect_retries || Instant::now() >= deadline {
+                        return Err(PoolError::ConnectFailed { hostgroup, last: e });
+                    }
+                    last_err = Some(e);
+                }
+            }
+        }
+    }
+
+    /// Returns a connection. `clean` says the session left nothing behind on it (no open
+    /// transaction, no session state that differs from its key); anything else closes it.
+    pub fn checkin(&self, mut pooled: PooledConn, clean: bool) {
+        let Some(conn) = pooled.conn.take() else {
+            return;
+        };
+        let server = pooled.server.clone();
+        let settings = self.settings.load();
+        if clean && !conn.in_transaction() && server.accepts_returns() {
+            let keep = (server.spec().max_connections as u64
+                * settings.free_connections_pct as u64)
+                .div_ceil(100)
+                .max(1);
+            if server.put_idle(pooled.key.clone(), conn, keep as usize) {
+                return; // PooledConn::drop releases the used slot.
+            }
+        } else {
+            // Dropping the socket closes it; the server rolls back what was open.
+            drop(conn);
+        }
+    }
+}
+
+fn weir_wire_ping() -> u8 {
+    0x0e
+}

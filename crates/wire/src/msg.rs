@@ -104,7 +104,13 @@ impl ErrInfo {
 
 impl std::fmt::Display for ErrInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ERROR {} ({}): {}", self.code, self.sqlstate(), self.message)
+        write!(
+            f,
+            "ERROR {} ({}): {}",
+            self.code,
+            self.sqlstate(),
+            self.message
+        )
     }
 }
 
@@ -124,7 +130,13 @@ pub fn write_ok(out: &mut BytesMut, seq: u8, ok: &OkInfo, info: &[u8]) {
 
 /// Appends the packet that ends a result set: an EOF, or an OK with header 0xFE when the client
 /// negotiated CLIENT_DEPRECATE_EOF.
-pub fn write_end_of_rows(out: &mut BytesMut, seq: u8, client_caps: u32, status: u16, warnings: u16) {
+pub fn write_end_of_rows(
+    out: &mut BytesMut,
+    seq: u8,
+    client_caps: u32,
+    status: u16,
+    warnings: u16,
+) {
     let start = begin_packet(out, seq);
     out.put_u8(0xfe);
     if client_caps & cap::DEPRECATE_EOF != 0 {

@@ -161,7 +161,14 @@ mod tests {
 
     #[test]
     fn split_and_reassemble_large_payload() {
-        for size in [0usize, 1, MAX_PAYLOAD - 1, MAX_PAYLOAD, MAX_PAYLOAD + 5, 2 * MAX_PAYLOAD] {
+        for size in [
+            0usize,
+            1,
+            MAX_PAYLOAD - 1,
+            MAX_PAYLOAD,
+            MAX_PAYLOAD + 5,
+            2 * MAX_PAYLOAD,
+        ] {
             let payload: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             let mut out = BytesMut::new();
             let next = write_packet(&mut out, 3, &payload);
@@ -169,7 +176,12 @@ mod tests {
             assert_eq!(next, 3 + frames as u8);
             let mut buf = out.clone();
             match take_logical_packet(&mut buf, usize::MAX).unwrap() {
-                Framed::Packet { raw, seq, frames: f, .. } => {
+                Framed::Packet {
+                    raw,
+                    seq,
+                    frames: f,
+                    ..
+                } => {
                     assert_eq!(seq, 3);
                     assert_eq!(f, frames);
                     assert_eq!(&*payload_of(&raw, f), &payload[..]);

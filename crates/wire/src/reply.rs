@@ -154,7 +154,9 @@ impl ReplyTracker {
             return Ok(Role::Continuation);
         }
         self.continuation = len == MAX_PAYLOAD;
-        let first = *head.first().ok_or(WireError::Truncated("empty reply packet"))?;
+        let first = *head
+            .first()
+            .ok_or(WireError::Truncated("empty reply packet"))?;
         let unexpected = |state: State| WireError::Unexpected {
             first,
             state: state.name(),

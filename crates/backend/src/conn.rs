@@ -1,0 +1,344 @@
+//! A backend connection: connect, authenticate, run simple commands, and expose the raw stream
+//! and read buffer to the session relay.
+
+use crate::auth::Exchange;
+use crate::net::Stream;
+use crate::BackendError;
+use bytes::BytesMut;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+use weir_wire::handshake::{parse_auth_switch, Greeting, HandshakeResponse};
+use weir_wire::msg::{ErrInfo, OkInfo};
+use weir_wire::packet::{take_logical_packet, write_packet, Framed};
+use weir_wire::reply::{Expect, ReplyTracker, Role, CLASSIFY_BYTES};
+use weir_wire::{cap, com, PacketHeader};
+
+/// Capabilities weir always asks of backends. CLIENT_DEPRECATE_EOF is deliberately absent:
+/// the reply tracker reads classic EOFs and the session translates per client.
+pub const BACKEND_BASE_CAPS: u32 = cap::LONG_PASSWORD
+    | cap::LONG_FLAG
+    | cap::PROTOCOL_41
+    | cap::TRANSACTIONS
+    | cap::SECURE_CONNECTION
+    | cap::PLUGIN_AUTH
+    | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | cap::CONNECT_ATTRS;
+
+/// Client capabilities that change what the server does, so a pooled connection may only serve
+/// clients that negotiated the same ones.
+pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
+    | cap::LOCAL_FILES
+    | cap::MULTI_STATEMENTS
+    | cap::MULTI_RESULTS
+    | cap::PS_MULTI_RESULTS
+    | cap::IGNORE_SPACE;
+
+/// Where a server listens.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// Host name or IP, and port.
+    Tcp {
+        /// Host name or address.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// Unix socket path.
+    Unix(PathBuf),
+}
+
+impl Endpoint {
+    /// A hostname starting with '/' is a Unix socket path, as in ProxySQL.
+    pub fn new(hostname: &str, port: u16) -> Endpoint {
+        if hostname.starts_with('/') {
+            Endpoint::Unix(PathBuf::from(hostname))
+        } else {
+            Endpoint::Tcp {
+                host: hostname.to_string(),
+                port,
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The secret weir logs in to backends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// Clear-text password: every plugin works.
+    Clear(String),
+    /// `SHA1(password)`, learned from a client's mysql_native_password login.
+    NativeStage1([u8; 20]),
+}
+
+/// Everything needed to open one backend connection.
+#[derive(Debug, Clone)]
+pub struct ConnectParams {
+    /// Server address.
+    pub endpoint: Endpoint,
+    /// User to log in as.
+    pub username: String,
+    /// Its secret.
+    pub credential: Credential,
+    /// Initial schema.
+    pub schema: Option<String>,
+    /// Collation id sent in the handshake.
+    pub collation: u8,
+    /// Client capabilities from [`CORRECTNESS_CAPS`] to ask for, on top of the base set.
+    pub capabilities: u32,
+    /// Limit for TCP connect plus handshake.
+    pub connect_timeout: Duration,
+}
+
+/// An open, authenticated backend connection.
+#[derive(Debug)]
+pub struct BackendConn {
+    /// The socket.
+    pub stream: Stream,
+    /// Bytes read from the server and not consumed yet.
+    pub rbuf: BytesMut,
+    /// Server thread id (for KILL QUERY).
+    pub connection_id: u32,
+    /// Server version string.
+    pub server_version: String,
+    /// Negotiated capabilities.
+    pub capabilities: u32,
+    /// Schema in use, as far as weir knows.
+    pub schema: Option<String>,
+    /// Collation set at handshake.
+    pub collation: u8,
+    /// Status flags of the last reply.
+    pub status: u16,
+    /// When it was opened.
+    pub created: Instant,
+    /// When it last finished a statement.
+    pub last_used: Instant,
+}
+
+const READ_CHUNK: usize = 64 * 1024;
+
+impl BackendConn {
+    /// Opens and authenticates a connection within `params.connect_timeout`.
+    pub async fn connect(params: &ConnectParams) -> Result<BackendConn, BackendError> {
+        let t = params.connect_timeout;
+        match tokio::time::timeout(t, Self::connect_inner(params)).await {
+            Ok(r) => r,
+            Err(_) => Err(BackendError::Timeout(t)),
+        }
+    }
+
+    async fn connect_inner(params: &ConnectParams) -> Result<BackendConn, BackendError> {
+        let stream = match &params.endpoint {
+            Endpoint::Tcp { host, port } => {
+                let s = TcpStream::connect((host.as_str(), *port)).await?;
+                s.set_nodelay(true)?;
+                let sock = socket2::SockRef::from(&s);
+                let _ = sock.set_keepalive(true);
+                Stream::Tcp(s)
+            }
+            Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p).await?),
+        };
+        let unix = matches!(stream, Stream::Unix(_));
+        let mut conn = BackendConn {
+            stream,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            connection_id: 0,
+            server_version: String::new(),
+            capabilities: 0,
+            schema: None,
+            collation: params.collation,
+            status: 0,
+            created: Instant::now(),
+            last_used: Instant::now(),
+        };
+        let (seq, greeting) = conn.read_packet().await?;
+        if greeting.first() == Some(&0xff) {
+            return Err(BackendError::Server(ErrInfo::parse(&greeting)?));
+        }
+        let g = Greeting::parse(&greeting)?;
+        conn.connection_id = g.connection_id;
+        conn.server_version = g.server_version.clone();
+        let mut caps = BACKEND_BASE_CAPS | (params.capabilities & CORRECTNESS_CAPS);
+        if params.schema.is_some() {
+            caps |= cap::CONNECT_WITH_DB;
+        }
+        caps &= g.capabilities | cap::LONG_PASSWORD;
+        conn.capabilities = caps;
+        let (mut exchange, first) =
+            Exchange::start(&g.auth_plugin, &g.scramble, &params.credential, unix)?;
+        let resp = HandshakeResponse {
+            capabilities: caps,
+            max_packet: 1 << 30,
+            collation: params.collation,
+            username: params.username.clone(),
+            auth_response: first,
+            database: params.schema.clone(),
+            auth_plugin: Some(g.auth_plugin.clone()),
+            attributes: vec![("program_name".into(), "weir".into())],
+        };
+        let mut out = BytesMut::new();
+        resp.write(&mut out, seq.wrapping_add(1));
+        conn.stream.write_all(&out).await?;
+        loop {
+            let (seq, p) = conn.read_packet().await?;
+            match p.first() {
+                Some(0x00) => {
+                    conn.status = OkInfo::parse(&p)?.status;
+                    conn.schema = params.schema.clone();
+                    return Ok(conn);
+                }
+                Some(0xff) => return Err(BackendError::Server(ErrInfo::parse(&p)?)),
+                Some(0xfe) => {
+                    let (plugin, data) = parse_auth_switch(&p)?;
+                    let (ex, first) = Exchange::start(&plugin, &data, &params.credential, unix)?;
+                    exchange = ex;
+                    conn.send_raw_payload(seq.wrapping_add(1), &first).await?;
+                }
+                Some(0x01) => {
+                    if let Some(reply) = exchange.more(&p[1..], &params.credential, unix)? {
+                        conn.send_raw_payload(seq.wrapping_add(1), &reply).await?;
+                    }
+                }
+                _ => {
+                    return Err(BackendError::Auth(
+                        "unexpected packet during authentication".into(),
+                    ))
+                }
+            }
+        }
+    }
+
+    async fn send_raw_payload(&mut self, seq: u8, payload: &[u8]) -> Result<(), BackendError> {
+        let mut out = BytesMut::new();
+        write_packet(&mut out, seq, payload);
+        self.stream.write_all(&out).await?;
+        Ok(())
+    }
+
+    /// Reads one whole logical packet; returns its first sequence id and payload.
+    pub async fn read_packet(&mut self) -> Result<(u8, Vec<u8>), BackendError> {
+        loop {
+            match take_logical_packet(&mut self.rbuf, usize::MAX) {
+                Ok(Framed::Packet {
+                    raw, seq, frames, ..
+                }) => {
+                    return Ok((
+                        seq,
+                        weir_wire::packet::payload_of(&raw, frames).into_owned(),
+                    ));
+                }
+                Ok(Framed::Incomplete) => {}
+                Err(_) => {
+                    return Err(BackendError::Protocol(weir_wire::WireError::Invalid(
+                        "packet too large",
+                    )))
+                }
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Reads more bytes into the buffer; a closed socket is an error.
+    pub async fn fill(&mut self) -> Result<usize, BackendError> {
+        if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+        let n = self.stream.read_buf(&mut self.rbuf).await?;
+        if n == 0 {
+            return Err(BackendError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "server closed the connection",
+            )));
+        }
+        Ok(n)
+    }
+
+    /// Sends a command and reads its whole reply, discarding any rows. Returns the final OK
+    /// (or EOF, as an OK without counts), or the server's error.
+    pub async fn command(&mut self, cmd: u8, arg: &[u8]) -> Result<OkInfo, BackendError> {
+        let expect = match cmd {
+            com::QUERY | com::STMT_EXECUTE => Expect::ResultSets,
+            com::STATISTICS => Expect::Single,
+            _ => Expect::Status,
+        };
+        let mut payload = Vec::with_capacity(arg.len() + 1);
+        payload.push(cmd);
+        payload.extend_from_slice(arg);
+        self.send_raw_payload(0, &payload).await?;
+        let mut tracker = ReplyTracker::new(expect);
+        let mut result = Ok(OkInfo::default());
+        loop {
+            let h = loop {
+                if let Some(h) = PacketHeader::parse(&self.rbuf) {
+                    if self.rbuf.len() >= 4 + h.len {
+                        break h;
+                    }
+                }
+                self.fill().await?;
+            };
+            let body = &self.rbuf[4..4 + h.len];
+            let role = tracker.feed(h.len, &body[..body.len().min(CLASSIFY_BYTES)])?;
+            match role {
+                Role::Ok(ok) => result = Ok(ok),
+                Role::EndOfRows { warnings, status } => {
+                    result = Ok(OkInfo {
+                        status,
+                        warnings,
+                        ..Default::default()
+                    })
+                }
+                Role::Err => result = Err(BackendError::Server(ErrInfo::parse(body)?)),
+                Role::LocalInfile => {
+                    bytes::Buf::advance(&mut self.rbuf, 4 + h.len);
+                    // weir's own statements never load files: send an empty file.
+                    self.send_raw_payload(h.seq.wrapping_add(1), &[]).await?;
+                    tracker.local_infile_sent();
+                    continue;
+                }
+                _ => {}
+            }
+            bytes::Buf::advance(&mut self.rbuf, 4 + h.len);
+            if tracker.is_done() {
+                break;
+            }
+        }
+        if let Ok(ok) = &result {
+            self.status = ok.status;
+        }
+        self.last_used = Instant::now();
+        result
+    }
+
+    /// Runs a text statement, discarding its result.
+    pub async fn query(&mut self, sql: &str) -> Result<OkInfo, BackendError> {
+        self.command(com::QUERY, sql.as_bytes()).await
+    }
+
+    /// Switches the default schema (COM_INIT_DB) and records it.
+    pub async fn init_db(&mut self, schema: &str) -> Result<(), BackendError> {
+        self.command(com::INIT_DB, schema.as_bytes()).await?;
+        self.schema = Some(schema.to_string());
+        Ok(())
+    }
+
+    /// Whether the last reply left a transaction open.
+    pub fn in_transaction(&self) -> bool {
+        self.status & weir_wire::status::IN_TRANS != 0
+    }
+
+    /// Closes the connection politely (COM_QUIT), ignoring errors.
+    pub async fn quit(mut self) {
+        let _ = self.stream.write_all(&[1, 0, 0, 0, com::QUIT]).await;
+        let _ = self.stream.shutdown().await;
+    }
+}

@@ -1,0 +1,310 @@
+//! One configured server: its spec, live status, counters and idle connections.
+
+use crate::PoolKey;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use weir_backend::{BackendConn, Endpoint};
+
+/// Server status, as in mysql_servers.status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServerStatus {
+    /// Takes traffic.
+    Online,
+    /// Temporarily out (failures, lag); comes back by itself.
+    Shunned,
+    /// Takes no new work; sessions on it finish what they started.
+    OfflineSoft,
+    /// Out; its connections close.
+    OfflineHard,
+}
+
+impl ServerStatus {
+    fn to_u8(self) -> u8 {
+        match self {
+            ServerStatus::Online => 0,
+            ServerStatus::Shunned => 1,
+            ServerStatus::OfflineSoft => 2,
+            ServerStatus::OfflineHard => 3,
+        }
+    }
+
+    fn from_u8(v: u8) -> ServerStatus {
+        match v {
+            0 => ServerStatus::Online,
+            1 => ServerStatus::Shunned,
+            2 => ServerStatus::OfflineSoft,
+            _ => ServerStatus::OfflineHard,
+        }
+    }
+
+    /// The name used in admin tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerStatus::Online => "ONLINE",
+            ServerStatus::Shunned => "SHUNNED",
+            ServerStatus::OfflineSoft => "OFFLINE_SOFT",
+            ServerStatus::OfflineHard => "OFFLINE_HARD",
+        }
+    }
+}
+
+/// The configured attributes of a server in a hostgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// Hostgroup id.
+    pub hostgroup: u32,
+    /// Host name, IP, or Unix socket path (starting with '/').
+    pub hostname: String,
+    /// TCP port (ignored for Unix sockets).
+    pub port: u16,
+    /// Configured status.
+    pub status: ServerStatus,
+    /// Relative share of new connections.
+    pub weight: u32,
+    /// Most connections weir opens to it in this hostgroup.
+    pub max_connections: u32,
+}
+
+/// Counters shown in stats_mysql_connection_pool.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Connections checked out now.
+    pub conn_used: AtomicU32,
+    /// Idle connections.
+    pub conn_free: AtomicU32,
+    /// Successful connects.
+    pub conn_ok: AtomicU64,
+    /// Failed connects.
+    pub conn_err: AtomicU64,
+    /// Highest conn_used seen.
+    pub max_conn_used: AtomicU32,
+    /// Statements sent.
+    pub queries: AtomicU64,
+    /// Bytes sent to the server.
+    pub bytes_sent: AtomicU64,
+    /// Bytes received from the server.
+    pub bytes_recv: AtomicU64,
+}
+
+/// A point-in-time copy of a server's state.
+#[derive(Debug, Clone)]
+pub struct ServerSnapshot {
+    /// Configured attributes.
+    pub spec: ServerSpec,
+    /// Runtime status.
+    pub status: ServerStatus,
+    /// Connections checked out.
+    pub conn_used: u32,
+    /// Idle connections.
+    pub conn_free: u32,
+    /// Successful connects.
+    pub conn_ok: u64,
+    /// Failed connects.
+    pub conn_err: u64,
+    /// Highest conn_used.
+    pub max_conn_used: u32,
+    /// Statements sent.
+    pub queries: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_recv: u64,
+}
+
+struct Idle {
+    key: PoolKey,
+    conn: BackendConn,
+    since: Instant,
+}
+
+/// Live state of one server in one hostgroup.
+pub struct ServerState {
+    spec: parking_lot::RwLock<Arc<ServerSpec>>,
+    endpoint: Endpoint,
+    status: AtomicU8,
+    retired: AtomicBool,
+    idle: Mutex<Vec<Idle>>,
+    /// Counters.
+    pub stats: ServerStats,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("endpoint", &self.endpoint)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl ServerState {
+    pub(crate) fn new(spec: ServerSpec, changed: Arc<tokio::sync::Notify>) -> ServerState {
+        ServerState {
+            endpoint: Endpoint::new(&spec.hostname, spec.port),
+            status: AtomicU8::new(spec.status.to_u8()),
+            spec: parking_lot::RwLock::new(Arc::new(spec)),
+            retired: AtomicBool::new(false),
+            idle: Mutex::new(Vec::new()),
+            stats: ServerStats::default(),
+            changed,
+        }
+    }
+
+    pub(crate) fn identity(&self) -> (u32, String, u16) {
+        let s = self.spec();
+        (s.hostgroup, s.hostname.clone(), s.port)
+    }
+
+    /// Configured attributes.
+    pub fn spec(&self) -> Arc<ServerSpec> {
+        self.spec.read().clone()
+    }
+
+    /// Where it listens.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Runtime status.
+    pub fn status(&self) -> ServerStatus {
+        if self.retired.load(Ordering::Relaxed) {
+            return ServerStatus::OfflineSoft;
+        }
+        ServerStatus::from_u8(self.status.load(Ordering::Relaxed))
+    }
+
+    /// Changes the runtime status; OFFLINE_HARD closes idle connections at once.
+    pub fn set_status(&self, status: ServerStatus) {
+        self.status.store(status.to_u8(), Ordering::Relaxed);
+        if status != ServerStatus::Online {
+            self.clear_idle();
+        }
+        self.changed.notify_waiters();
+    }
+
+    pub(crate) fn update(&self, spec: ServerSpec) {
+        let status = spec.status;
+        *self.spec.write() = Arc::new(spec);
+        self.retired.store(false, Ordering::Relaxed);
+        self.set_status(status);
+    }
+
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
+        self.clear_idle();
+    }
+
+    /// Whether sessions holding a connection to it must let go at once (OFFLINE_HARD).
+    pub fn must_close(&self) -> bool {
+        self.status() == ServerStatus::OfflineHard
+    }
+
+    /// Whether sessions should let go at the next statement boundary where nothing pins them.
+    pub fn draining(&self) -> bool {
+        self.status() != ServerStatus::Online
+    }
+
+    pub(crate) fn usable(&self) -> bool {
+        self.status() == ServerStatus::Online
+            && self.stats.conn_used.load(Ordering::Relaxed) < self.spec.read().max_connections
+    }
+
+    pub(crate) fn accepts_returns(&self) -> bool {
+        self.status() == ServerStatus::Online
+    }
+
+    /// Takes a slot for a connection about to be handed out; false when at max_connections.
+    pub(crate) fn reserve(&self) -> bool {
+        let max = self.spec.read().max_connections;
+        let mut cur = self.stats.conn_used.load(Ordering::Relaxed);
+        loop {
+            if cur >= max {
+                return false;
+            }
+            match self.stats.conn_used.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.stats
+                        .max_conn_used
+                        .fetch_max(cur + 1, Ordering::Relaxed);
+                    return true;
+                }
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    pub(crate) fn take_idle(&self, key: &PoolKey) -> Option<BackendConn> {
+        let mut idle = self.idle.lock();
+        let pos = idle.iter().rposition(|i| &i.key == key)?;
+        let item = idle.swap_remove(pos);
+        self.stats
+            .conn_free
+            .store(idle.len() as u32, Ordering::Relaxed);
+        let _ = item.since;
+        Some(item.conn)
+    }
+
+    /// Keeps used + idle within max_connections by closing the oldest idle connection.
+    pub(crate) fn evict_idle_over_limit(&self) {
+        let max = self.spec.read().max_connections as usize;
+        let mut idle = self.idle.lock();
+        let used = self.stats.conn_used.load(Ordering::Relaxed) as usize;
+        while !idle.is_empty() && used + idle.len() > max {
+            idle.remove(0);
+        }
+        self.stats
+            .conn_free
+            .store(idle.len() as u32, Ordering::Relaxed);
+    }
+
+    pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn, keep: usize) -> bool {
+        let mut idle = self.idle.lock();
+        if idle.len() >= keep {
+            return false;
+        }
+        idle.push(Idle {
+            key,
+            conn,
+            since: Instant::now(),
+        });
+        self.stats
+            .conn_free
+            .store(idle.len() as u32, Ordering::Relaxed);
+        true
+    }
+
+    fn clear_idle(&self) {
+        let mut idle = self.idle.lock();
+        idle.clear();
+        self.stats.conn_free.store(0, Ordering::Relaxed);
+    }
+
+    pub(crate) fn notify_freed(&self) {
+        self.changed.notify_waiters();
+    }
+
+    /// A point-in-time copy for stats tables.
+    pub fn snapshot(&self) -> ServerSnapshot {
+        let st = &self.stats;
+        ServerSnapshot {
+            spec: (*self.spec()).clone(),
+            status: self.status(),
+            conn_used: st.conn_used.load(Ordering::Relaxed),
+            conn_free: st.conn_free.load(Ordering::Relaxed),
+            conn_ok: st.conn_ok.load(Ordering::Relaxed),
+            conn_err: st.conn_err.load(Ordering::Relaxed),
+            max_conn_used: st.max_conn_used.load(Ordering::Relaxed),
+            queries: st.queries.load(Ordering::Relaxed),
+            bytes_sent: st.bytes_sent.load(Ordering::Relaxed),
+            bytes_recv: st.bytes_recv.load(Ordering::Relaxed),
+        }
+    }
+}

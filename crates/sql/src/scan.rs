@@ -1,0 +1,347 @@
+//! The one-pass scanner: skips string literals, quoted identifiers and comments, and looks at
+//! the first keyword of every statement plus a few identifiers anywhere.
+
+/// The first keyword of a statement, as far as weir cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind {
+    /// SELECT (and WITH ... SELECT, parenthesised SELECT, VALUES, TABLE).
+    Select,
+    /// INSERT, REPLACE.
+    Insert,
+    /// UPDATE.
+    Update,
+    /// DELETE.
+    Delete,
+    /// BEGIN, START TRANSACTION.
+    Begin,
+    /// COMMIT.
+    Commit,
+    /// ROLLBACK (not ROLLBACK TO SAVEPOINT: that keeps the transaction).
+    Rollback,
+    /// SET ...
+    Set,
+    /// USE db.
+    Use,
+    /// SHOW, DESCRIBE, EXPLAIN, HELP.
+    Show,
+    /// KILL [CONNECTION | QUERY] id.
+    Kill,
+    /// CALL.
+    Call,
+    /// Anything else (DDL, LOCK, PREPARE, DO, ...).
+    Other,
+    /// Only whitespace and comments.
+    Empty,
+}
+
+/// Why a statement ties the session to its backend connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pin(pub u32);
+
+impl Pin {
+    /// SET of a session variable.
+    pub const SET: u32 = 1;
+    /// LOCK TABLES / FLUSH TABLES WITH READ LOCK.
+    pub const LOCK_TABLES: u32 = 1 << 1;
+    /// GET_LOCK(), RELEASE_LOCK() and friends.
+    pub const USER_LOCK: u32 = 1 << 2;
+    /// CREATE TEMPORARY TABLE.
+    pub const TEMP_TABLE: u32 = 1 << 3;
+    /// User variables (@v).
+    pub const USER_VARIABLE: u32 = 1 << 4;
+    /// Text-protocol PREPARE / EXECUTE / DEALLOCATE.
+    pub const PREPARED: u32 = 1 << 5;
+    /// SQL_CALC_FOUND_ROWS, FOUND_ROWS().
+    pub const FOUND_ROWS: u32 = 1 << 6;
+    /// Anything else whose effect weir does not follow (HANDLER, XA, ...).
+    pub const UNTRACKED: u32 = 1 << 7;
+
+    /// Whether any reason is present.
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+}
+
+/// What the scanner found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryScan {
+    /// Kind of the first statement.
+    pub kind: StatementKind,
+    /// Number of statements (more than one with multi-statements).
+    pub statements: u32,
+    /// Reasons to pin.
+    pub pin: Pin,
+    /// Whether LAST_INSERT_ID() is read.
+    pub reads_last_insert_id: bool,
+    /// For a lone `USE db`: the schema (backquotes removed).
+    pub use_schema: Option<String>,
+    /// For a lone `KILL [QUERY|CONNECTION] n`: (query only, id).
+    pub kill: Option<(bool, u64)>,
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// Scans a query.
+pub fn scan(q: &[u8]) -> QueryScan {
+    let mut out = QueryScan {
+        kind: StatementKind::Empty,
+        statements: 0,
+        pin: Pin::default(),
+        reads_last_insert_id: false,
+        use_schema: None,
+        kill: None,
+    };
+    // Words of the current statement we still want to look at (its first three).
+    let mut words: [&[u8]; 3] = [&[]; 3];
+    let mut nwords = 0usize;
+    let mut stmt_start = 0usize;
+    let mut i = 0usize;
+    let n = q.len();
+    let finish = |out: &mut QueryScan, words: &[&[u8]; 3], nwords: usize, text: &[u8]| {
+        if nwords == 0 {
+            return;
+        }
+        out.statements += 1;
+        let (kind, pin) = classify(words, nwords);
+        if out.statements == 1 {
+            out.kind = kind;
+            if kind == StatementKind::Use {
+                out.use_schema = parse_use(text);
+            }
+            if kind == StatementKind::Kill {
+                out.kill = parse_kill(words, nwords);
+            }
+        } else {
+            out.use_schema = None;
+            out.kill = None;
+        }
+        out.pin.0 |= pin;
+    };
+    while i < n {
+        let b = q[i];
+        match b {
+            b'\'' | b'"' | b'`' => {
+                i += 1;
+                while i < n {
+                    if q[i] == b'\\' && b != b'`' {
+                        i += 2;
+                        continue;
+                    }
+                    if q[i] == b {
+                        if i + 1 < n && q[i + 1] == b {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                if nwords == 0 {
+                    // A statement starting with a quoted token: nothing we recognise.
+                    words[0] = b"?";
+                    nwords = 1;
+                }
+            }
+            b'#' => {
+                while i < n && q[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if i + 2 < n
+                && q[i + 1] == b'-'
+                && (q[i + 2] == b' ' || q[i + 2] == b'\t' || q[i + 2] == b'\n') =>
+            {
+                while i < n && q[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if i + 2 == n && q[i + 1] == b'-' => i = n,
+            b'/' if i + 1 < n && q[i + 1] == b'*' => {
+                i += 2;
+                while i + 1 < n && !(q[i] == b'*' && q[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'@' => {
+                if i + 1 < n && q[i + 1] == b'@' {
+                    // @@system_variable: a read or a SET; SET pins by itself.
+                    i += 2;
+                } else {
+                    out.pin.0 |= Pin::USER_VARIABLE;
+                    i += 1;
+                }
+            }
+            b';' => {
+                finish(&mut out, &words, nwords, &q[stmt_start..i]);
+                nwords = 0;
+                i += 1;
+                stmt_start = i;
+            }
+            _ if is_ident_byte(b) => {
+                let start = i;
+                while i < n && is_ident_byte(q[i]) {
+                    i += 1;
+                }
+                let w = &q[start..i];
+                if nwords < 3 {
+                    words[nwords] = w;
+                    nwords += 1;
+                }
+                if w.len() >= 9 {
+                    if w.eq_ignore_ascii_case(b"GET_LOCK")
+                        || w.eq_ignore_ascii_case(b"RELEASE_LOCK")
+                        || w.eq_ignore_ascii_case(b"RELEASE_ALL_LOCKS")
+                        || w.eq_ignore_ascii_case(b"IS_USED_LOCK")
+                    {
+                        out.pin.0 |= Pin::USER_LOCK;
+                    } else if w.eq_ignore_ascii_case(b"SQL_CALC_FOUND_ROWS")
+                        || w.eq_ignore_ascii_case(b"FOUND_ROWS")
+                    {
+                        out.pin.0 |= Pin::FOUND_ROWS;
+                    } else if w.eq_ignore_ascii_case(b"LAST_INSERT_ID") {
+                        out.reads_last_insert_id = true;
+                    }
+                } else if w.eq_ignore_ascii_case(b"GET_LOCK") {
+                    out.pin.0 |= Pin::USER_LOCK;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    let end = n.min(q.len());
+    finish(&mut out, &words, nwords, &q[stmt_start.min(end)..end]);
+    out
+}
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn classify(words: &[&[u8]; 3], nwords: usize) -> (StatementKind, u32) {
+    let w0 = words[0];
+    let w1 = if nwords > 1 { words[1] } else { &[][..] };
+    let w2 = if nwords > 2 { words[2] } else { &[][..] };
+    use StatementKind as K;
+    match () {
+        _ if eq(w0, "SELECT") || eq(w0, "WITH") || eq(w0, "VALUES") || eq(w0, "TABLE") => {
+            (K::Select, 0)
+        }
+        _ if eq(w0, "INSERT") || eq(w0, "REPLACE") => (K::Insert, 0),
+        _ if eq(w0, "UPDATE") => (K::Update, 0),
+        _ if eq(w0, "DELETE") => (K::Delete, 0),
+        _ if eq(w0, "BEGIN") => (K::Begin, 0),
+        _ if eq(w0, "START") && eq(w1, "TRANSACTION") => (K::Begin, 0),
+        _ if eq(w0, "COMMIT") => (K::Commit, 0),
+        _ if eq(w0, "ROLLBACK") && !(eq(w1, "TO") || (eq(w1, "WORK") && eq(w2, "TO"))) => {
+            (K::Rollback, 0)
+        }
+        _ if eq(w0, "SET") => (K::Set, Pin::SET),
+        _ if eq(w0, "USE") => (K::Use, 0),
+        _ if eq(w0, "SHOW")
+            || eq(w0, "DESCRIBE")
+            || eq(w0, "DESC")
+            || eq(w0, "EXPLAIN")
+            || eq(w0, "HELP") =>
+        {
+            (K::Show, 0)
+        }
+        _ if eq(w0, "KILL") => (K::Kill, 0),
+        _ if eq(w0, "CALL") => (K::Call, 0),
+        _ if eq(w0, "LOCK") || (eq(w0, "FLUSH") && (eq(w1, "TABLES") || eq(w1, "TABLE"))) => {
+            (K::Other, Pin::LOCK_TABLES)
+        }
+        _ if eq(w0, "CREATE") && eq(w1, "TEMPORARY") => (K::Other, Pin::TEMP_TABLE),
+        _ if eq(w0, "CREATE") && eq(w1, "OR") && eq(w2, "REPLACE") => (K::Other, 0),
+        _ if eq(w0, "PREPARE") || eq(w0, "EXECUTE") || eq(w0, "DEALLOCATE") => {
+            (K::Other, Pin::PREPARED)
+        }
+        _ if eq(w0, "HANDLER") || eq(w0, "XA") || eq(w0, "SAVEPOINT") || eq(w0, "RELEASE") => {
+            (K::Other, Pin::UNTRACKED)
+        }
+        _ if eq(w0, "ROLLBACK") => (K::Other, 0),
+        _ => (K::Other, 0),
+    }
+}
+
+fn parse_use(text: &[u8]) -> Option<String> {
+    let t = std::str::from_utf8(text).ok()?.trim();
+    let rest = t.get(3..)?.trim();
+    let name = if let Some(inner) = rest.strip_prefix('`') {
+        inner.strip_suffix('`')?.replace("``", "`")
+    } else {
+        if rest.is_empty() || rest.contains(|c: char| c.is_whitespace() || c == '/' || c == '#') {
+            return None;
+        }
+        rest.to_string()
+    };
+    (!name.is_empty()).then_some(name)
+}
+
+fn parse_kill(words: &[&[u8]; 3], nwords: usize) -> Option<(bool, u64)> {
+    let num = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<u64>().ok();
+    match nwords {
+        2 => Some((false, num(words[1])?)),
+        3 if eq(words[1], "QUERY") => Some((true, num(words[2])?)),
+        3 if eq(words[1], "CONNECTION") => Some((false, num(words[2])?)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(scan(b"  /* x */ select 1").kind, StatementKind::Select);
+        assert_eq!(scan(b"START TRANSACTION").kind, StatementKind::Begin);
+        assert_eq!(scan(b"rollback to savepoint a").kind, StatementKind::Other);
+        assert_eq!(
+            scan(b"-- c\nINSERT INTO t VALUES (1)").kind,
+            StatementKind::Insert
+        );
+        assert_eq!(scan(b"").kind, StatementKind::Empty);
+    }
+
+    #[test]
+    fn pins() {
+        assert!(scan(b"SET NAMES utf8").pin.any());
+        assert!(scan(b"select @a").pin.0 & Pin::USER_VARIABLE != 0);
+        assert!(!scan(b"select @@version").pin.any());
+        assert!(!scan(b"insert into t values ('a@b.c')").pin.any());
+        assert!(scan(b"SELECT GET_LOCK('x', 1)").pin.0 & Pin::USER_LOCK != 0);
+        assert!(scan(b"create temporary table t (a int)").pin.0 & Pin::TEMP_TABLE != 0);
+        assert!(scan(b"LOCK TABLES t WRITE").pin.0 & Pin::LOCK_TABLES != 0);
+        assert!(scan(b"select 1; set @x=1").pin.any());
+        assert!(scan(b"SELECT SQL_CALC_FOUND_ROWS * FROM t").pin.any());
+        assert!(!scan(b"select 'get_lock(' from t").pin.any());
+    }
+
+    #[test]
+    fn use_and_kill() {
+        assert_eq!(scan(b"USE `my db`").use_schema.as_deref(), Some("my db"));
+        assert_eq!(scan(b"use test;").use_schema.as_deref(), Some("test"));
+        assert_eq!(scan(b"use test; select 1").use_schema, None);
+        assert_eq!(scan(b"KILL QUERY 12").kill, Some((true, 12)));
+        assert_eq!(scan(b"kill 7").kill, Some((false, 7)));
+        assert_eq!(scan(b"kill connection 7").kill, Some((false, 7)));
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(q in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = scan(&q);
+        }
+
+        #[test]
+        fn never_panics_sqlish(q in "[a-zA-Z@;'\"`#/*\\- \\\\]{0,80}") {
+            let _ = scan(q.as_bytes());
+        }
+    }
+}
