@@ -1,1 +1,73 @@
-fn main() {}
+//! The `weir` binary: command line, logging, and the process lifecycle.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// weir: a SQL-aware proxy for MySQL and MariaDB.
+#[derive(Parser, Debug)]
+#[command(name = "weir", version, about)]
+struct Cli {
+    /// Configuration file (TOML, ProxySQL section and key names).
+    #[arg(short = 'c', long = "config", global = true)]
+    config: Option<PathBuf>,
+    /// Data directory (admin database, sockets); overrides `datadir` of the file.
+    #[arg(short = 'D', long = "datadir")]
+    datadir: Option<PathBuf>,
+    /// Re-seed the database from the configuration file even when one exists.
+    #[arg(long)]
+    initial: bool,
+    #[command(subcommand)]
+    command: Option<Cmd>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Validates a configuration file, printing every error with its key path.
+    CheckConfig,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(config) = cli.config.clone() else {
+        eprintln!("weir: a configuration file is required: weir -c weir.toml -D DATADIR");
+        return ExitCode::from(2);
+    };
+    if let Some(Cmd::CheckConfig) = cli.command {
+        return match weir_config::validate_file(&config) {
+            Ok(rt) => {
+                for w in &rt.warnings {
+                    println!("warning: {w}");
+                }
+                println!("{}: configuration OK", config.display());
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for e in &errors.0 {
+                    eprintln!("{}: {e}", config.display());
+                }
+                eprintln!("{}: {} error(s)", config.display(), errors.0.len());
+                ExitCode::from(1)
+            }
+        };
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match weir_server::run(weir_server::Options {
+        config,
+        datadir: cli.datadir,
+        initial: cli.initial,
+    }) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("weir: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,1 +1,57 @@
-//! weir session crate.
+//! One client's life: handshake and authentication, one handler per command, the backend
+//! connection it holds or returns, and the relay of replies.
+//!
+//! This is the only crate that calls the pool and the backends on behalf of clients; nothing
+//! depends on it but the server crate that wires everything.
+#![forbid(unsafe_code)]
+
+mod auth;
+pub mod client;
+mod commands;
+pub mod registry;
+pub mod relay;
+mod session;
+mod stats;
+
+pub use registry::{Registry, SessionHandle};
+pub use session::serve;
+pub use stats::GlobalStats;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use weir_config::Runtime;
+use weir_pool::Pool;
+
+/// What every session shares: the runtime snapshot, the pool, the registry.
+pub struct Shared {
+    /// The configuration in force; replaced atomically on LOAD ... TO RUNTIME.
+    pub runtime: ArcSwap<Runtime>,
+    /// Hostgroups and backend connections.
+    pub pool: Arc<Pool>,
+    /// Live sessions.
+    pub registry: Arc<Registry>,
+    /// Cancelled when weir shuts down: idle sessions close, busy ones finish their statement.
+    pub shutdown: CancellationToken,
+    /// Global counters.
+    pub stats: GlobalStats,
+    /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
+    /// weir can log in to backends as them.
+    learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
+}
+
+impl Shared {
+    /// Shared state around a runtime snapshot and a pool.
+    pub fn new(runtime: Arc<Runtime>, pool: Arc<Pool>) -> Arc<Shared> {
+        Arc::new(Shared {
+            runtime: ArcSwap::new(runtime),
+            pool,
+            registry: Arc::new(Registry::default()),
+            shutdown: CancellationToken::new(),
+            stats: GlobalStats::default(),
+            learned_stage1: Mutex::new(HashMap::new()),
+        })
+    }
+}

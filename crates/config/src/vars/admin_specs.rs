@@ -1,0 +1,66 @@
+//! The `admin-*` variables: ProxySQL 2.x names; defaults differ where weir is stricter
+//! (the admin listener binds to loopback, passwords are stored as given).
+
+use super::{VarKind, VarSpec};
+
+/// Every `admin-*` variable (names without the prefix), in `SHOW ADMIN VARIABLES` order.
+pub static ADMIN_VARIABLE_SPECS: &[VarSpec] = &[
+    VarSpec::new(
+        "admin_credentials",
+        VarKind::Credentials,
+        "admin:admin",
+        "Read-write admin users, `user:pass` separated by `;`. The `admin` user is accepted from loopback only.",
+    ),
+    VarSpec::new(
+        "stats_credentials",
+        VarKind::Credentials,
+        "stats:stats",
+        "Read-only admin users (stats and monitor schemas), `user:pass` separated by `;`.",
+    ),
+    VarSpec::new(
+        "mysql_ifaces",
+        VarKind::Interfaces,
+        "127.0.0.1:6032",
+        "Admin listeners: `host:port` and Unix socket paths, separated by `;`.",
+    )
+    .restart(),
+    VarSpec::int("refresh_interval", "2000", 100, 100_000, "How often admin housekeeping runs, in ms."),
+    VarSpec::boolean("read_only", "false", "Refuse every change through the admin interface."),
+    VarSpec::string("version", env!("CARGO_PKG_VERSION"), "weir's version, as shown by SELECT @@admin-version."),
+    VarSpec::boolean("hash_passwords", "false", "Hash clear-text mysql_users passwords at LOAD TO RUNTIME (weir keeps them as given)."),
+    VarSpec::boolean("vacuum_stats", "true", "Vacuum the stats schema when stats tables are reset."),
+    VarSpec::boolean("web_enabled", "false", "Serve the web dashboard."),
+    VarSpec::int("web_port", "6080", 1, 65_535, "Port of the web dashboard."),
+    VarSpec::int("web_verbosity", "0", 0, 10, "Log verbosity of the web dashboard."),
+    VarSpec::boolean("restapi_enabled", "false", "Serve the REST API and Prometheus /metrics."),
+    VarSpec::int("restapi_port", "6070", 1, 65_535, "Port of the REST API and Prometheus /metrics."),
+    VarSpec::int("prometheus_memory_metrics_interval", "61", 0, 604_800, "How often memory metrics are refreshed, in seconds."),
+    VarSpec::int("stats_mysql_connection_pool", "60", 0, 300, "Interval of connection pool history samples, in seconds; 0 = off."),
+    VarSpec::int("stats_mysql_connections", "60", 0, 300, "Interval of connection count history samples, in seconds; 0 = off."),
+    VarSpec::int("stats_mysql_query_cache", "60", 0, 300, "Interval of query cache history samples, in seconds; 0 = off."),
+    VarSpec::int("stats_mysql_query_digest_to_disk", "0", 0, 86_400, "Interval at which query digests are saved to disk, in seconds; 0 = off."),
+    VarSpec::int("stats_system_cpu", "60", 0, 600, "Interval of CPU history samples, in seconds; 0 = off."),
+    VarSpec::int("stats_system_memory", "60", 0, 600, "Interval of memory history samples, in seconds; 0 = off."),
+    VarSpec::string("cluster_username", "", "User for talking to peer proxies; must be in admin_credentials. '' = clustering off."),
+    VarSpec::string("cluster_password", "", "Password of cluster_username."),
+    VarSpec::int("cluster_check_interval_ms", "1000", 10, 300_000, "Interval of peer checksum checks, in ms."),
+    VarSpec::int("cluster_check_status_frequency", "10", 0, 10_000, "Checksum checks between status checks of a peer."),
+    VarSpec::int("cluster_mysql_query_rules_diffs_before_sync", "3", 0, 1000, "Differing checks before query rules are synced from a peer; 0 = never."),
+    VarSpec::int("cluster_mysql_servers_diffs_before_sync", "3", 0, 1000, "Differing checks before servers are synced from a peer; 0 = never."),
+    VarSpec::int("cluster_mysql_users_diffs_before_sync", "3", 0, 1000, "Differing checks before users are synced from a peer; 0 = never."),
+    VarSpec::int("cluster_proxysql_servers_diffs_before_sync", "3", 0, 1000, "Differing checks before the peer list is synced; 0 = never."),
+    VarSpec::int("cluster_mysql_variables_diffs_before_sync", "3", 0, 1000, "Differing checks before mysql variables are synced; 0 = never."),
+    VarSpec::int("cluster_admin_variables_diffs_before_sync", "3", 0, 1000, "Differing checks before admin variables are synced; 0 = never."),
+    VarSpec::boolean("cluster_mysql_query_rules_save_to_disk", "true", "Save query rules synced from a peer to disk."),
+    VarSpec::boolean("cluster_mysql_servers_save_to_disk", "true", "Save servers synced from a peer to disk."),
+    VarSpec::boolean("cluster_mysql_users_save_to_disk", "true", "Save users synced from a peer to disk."),
+    VarSpec::boolean("cluster_proxysql_servers_save_to_disk", "true", "Save the peer list synced from a peer to disk."),
+    VarSpec::boolean("cluster_mysql_variables_save_to_disk", "true", "Save mysql variables synced from a peer to disk."),
+    VarSpec::boolean("cluster_admin_variables_save_to_disk", "true", "Save admin variables synced from a peer to disk."),
+    VarSpec::boolean("checksum_mysql_query_rules", "true", "Compute the checksum of runtime query rules."),
+    VarSpec::boolean("checksum_mysql_servers", "true", "Compute the checksum of runtime servers."),
+    VarSpec::boolean("checksum_mysql_users", "true", "Compute the checksum of runtime users."),
+    VarSpec::boolean("checksum_mysql_variables", "true", "Compute the checksum of runtime mysql variables."),
+    VarSpec::boolean("checksum_admin_variables", "true", "Compute the checksum of runtime admin variables."),
+    VarSpec::string("ssl_keylog_file", "", "Write TLS session keys to this file for debugging; '' = off."),
+];

@@ -1,0 +1,163 @@
+//! Wires the crates into the running proxy: configuration → runtime snapshot, pool,
+//! listeners, accept loops, signals and the shutdown phases.
+#![forbid(unsafe_code)]
+
+mod listen;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::task::TaskTracker;
+use weir_config::Runtime;
+use weir_pool::{Pool, PoolSettings, ServerSpec, ServerStatus};
+use weir_session::Shared;
+
+/// How the process was started.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Configuration file.
+    pub config: PathBuf,
+    /// Data directory from the command line.
+    pub datadir: Option<PathBuf>,
+    /// `--initial`.
+    pub initial: bool,
+}
+
+/// Why weir could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error("invalid configuration:\n{0}")]
+    Config(weir_config::ConfigErrors),
+    /// No data directory was given.
+    #[error("no data directory: pass -D DATADIR or set `datadir` in the configuration file")]
+    NoDatadir,
+    /// An I/O failure at startup (datadir, listeners, runtime).
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
+/// Pool settings from the mysql variables.
+pub fn pool_settings(rt: &Runtime) -> PoolSettings {
+    let m = &rt.mysql;
+    PoolSettings {
+        connect_timeout: m.connect_timeout_server,
+        connect_timeout_max: m.connect_timeout_server_max,
+        connect_retries: m.connect_retries_on_failure,
+        free_connections_pct: m.free_connections_pct,
+        ping_interval: m.ping_interval_server,
+    }
+}
+
+/// Server specs for the pool from the configured servers.
+pub fn server_specs(rt: &Runtime) -> Vec<ServerSpec> {
+    rt.servers
+        .iter()
+        .map(|s| ServerSpec {
+            hostgroup: s.hostgroup_id,
+            hostname: s.hostname.clone(),
+            port: s.port,
+            status: match s.status {
+                weir_config::ServerStatus::Online => ServerStatus::Online,
+                weir_config::ServerStatus::Shunned => ServerStatus::Shunned,
+                weir_config::ServerStatus::OfflineSoft => ServerStatus::OfflineSoft,
+                weir_config::ServerStatus::OfflineHard => ServerStatus::OfflineHard,
+            },
+            weight: s.weight,
+            max_connections: s.max_connections,
+        })
+        .collect()
+}
+
+/// Runs weir in the foreground until SIGINT or SIGTERM.
+pub fn run(opts: Options) -> Result<(), StartError> {
+    let file = weir_config::load_config_file(&opts.config).map_err(StartError::Config)?;
+    let datadir = opts
+        .datadir
+        .clone()
+        .or(file.datadir.clone())
+        .ok_or(StartError::NoDatadir)?;
+    std::fs::create_dir_all(&datadir).map_err(|e| StartError::Io {
+        context: format!("cannot create data directory {}", datadir.display()),
+        source: e,
+    })?;
+    let runtime = Runtime::build(&file.tables).map_err(StartError::Config)?;
+    for w in &runtime.warnings {
+        tracing::warn!("{w}");
+    }
+    let threads = runtime.mysql.threads.max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("weir-worker")
+        .enable_all()
+        .build()
+        .map_err(|e| StartError::Io {
+            context: "cannot start the worker threads".into(),
+            source: e,
+        })?;
+    let result = rt.block_on(serve(Arc::new(runtime), datadir));
+    // Tasks still running after the grace period are dropped with the runtime.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    result
+}
+
+async fn serve(runtime: Arc<Runtime>, datadir: PathBuf) -> Result<(), StartError> {
+    let pool = Arc::new(Pool::new(pool_settings(&runtime)));
+    pool.apply_servers(&server_specs(&runtime));
+    let shared = Shared::new(runtime.clone(), pool.clone());
+    let listeners = listen::bind_all(&runtime.mysql.interfaces).await?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        threads = runtime.mysql.threads,
+        datadir = %datadir.display(),
+        servers = runtime.servers.len(),
+        users = runtime.frontend_users.len(),
+        "weir started"
+    );
+    let tracker = TaskTracker::new();
+    let stop_accepting = tokio_util::sync::CancellationToken::new();
+    for l in listeners {
+        let shared = shared.clone();
+        let tracker2 = tracker.clone();
+        let stop = stop_accepting.clone();
+        tracker.spawn(async move { listen::accept_loop(l, shared, tracker2, stop).await });
+    }
+    wait_for_signal().await;
+    tracing::info!("shutting down: no new connections; in-flight statements may finish");
+    stop_accepting.cancel();
+    shared.shutdown.cancel();
+    tracker.close();
+    let grace = runtime.mysql.shutdown_grace_period;
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!(
+            sessions = shared.registry.len(),
+            "grace period of {grace:?} over: closing the remaining sessions"
+        );
+    }
+    // Retiring every server closes the idle backend connections.
+    pool.apply_servers(&[]);
+    tracing::info!("weir stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    match (term, int) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! {
+                _ = t.recv() => {}
+                _ = i.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! A minimal client speaking the protocol by hand with weir's own wire crate, for commands and
+//! malformed input that driver libraries do not let a test send.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use bytes::BytesMut;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+use weir_wire::auth::{native_scramble_from_stage1, native_stage1};
+use weir_wire::cap;
+use weir_wire::handshake::{Greeting, HandshakeResponse};
+use weir_wire::packet::{take_logical_packet, write_packet, Framed};
+use weir_wire::reply::{Expect, ReplyTracker, CLASSIFY_BYTES};
+
+pub struct RawClient {
+    pub stream: TcpStream,
+    buf: BytesMut,
+    pub greeting: Greeting,
+}
+
+impl RawClient {
+    pub fn connect_only(port: u16) -> RawClient {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut c = RawClient {
+            stream,
+            buf: BytesMut::new(),
+            greeting: Greeting {
+                server_version: String::new(),
+                connection_id: 0,
+                scramble: vec![],
+                capabilities: 0,
+                mariadb_capabilities: 0,
+                collation: 0,
+                status: 0,
+                auth_plugin: String::new(),
+            },
+        };
+        let (_, g) = c.read_packet().unwrap();
+        c.greeting = Greeting::parse(&g).unwrap();
+        c
+    }
+
+    /// Connects and logs in with mysql_native_password; returns the first packet after the
+    /// handshake response (OK or ERR payload) alongside the client.
+    pub fn login(port: u16, user: &str, pass: &str, db: Option<&str>) -> (RawClient, Vec<u8>) {
+        let mut c = Self::connect_only(port);
+        let proof =
+            native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(pass.as_bytes()));
+        let mut caps = cap::PROTOCOL_41
+            | cap::SECURE_CONNECTION
+            | cap::PLUGIN_AUTH
+            | cap::LONG_PASSWORD
+            | cap::TRANSACTIONS
+            | cap::MULTI_RESULTS
+            | cap::MULTI_STATEMENTS;
+        if db.is_some() {
+            caps |= cap::CONNECT_WITH_DB;
+        }
+        let resp = HandshakeResponse {
+            capabilities: caps,
+            max_packet: 1 << 24,
+            collation: 45,
+            username: user.into(),
+            auth_response: proof.to_vec(),
+            database: db.map(str::to_string),
+            auth_plugin: Some("mysql_native_password".into()),
+            attributes: vec![],
+        };
+        let mut out = BytesMut::new();
+        resp.write(&mut out, 1);
+        c.stream.write_all(&out).unwrap();
+        let (_, p) = c.read_packet().unwrap();
+        (c, p)
+    }
+
+    pub fn read_packet(&mut self) -> std::io::Result<(u8, Vec<u8>)> {
+        loop {
+            if let Ok(Framed::Packet {
+                raw, seq, frames, ..
+            }) = take_logical_packet(&mut self.buf, usize::MAX)
+            {
+                return Ok((
+                    seq,
+                    weir_wire::packet::payload_of(&raw, frames).into_owned(),
+                ));
+            }
+            let mut tmp = [0u8; 65536];
+            let n = self.stream.read(&mut tmp)?;
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "closed",
+                ));
+            }
+            self.buf.extend_from_slice(&tmp[..n]);
+        }
+    }
+
+    pub fn send(&mut self, payload: &[u8]) {
+        let mut out = BytesMut::new();
+        write_packet(&mut out, 0, payload);
+        self.stream.write_all(&out).unwrap();
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    /// Sends a command and reads its whole reply (classic EOF form).
+    pub fn command(&mut self, payload: &[u8], expect: Expect) -> Vec<Vec<u8>> {
+        self.send(payload);
+        self.read_reply(expect)
+    }
+
+    pub fn read_reply(&mut self, expect: Expect) -> Vec<Vec<u8>> {
+        let mut t = ReplyTracker::new(expect);
+        let mut out = Vec::new();
+        while !t.is_done() {
+            let (_, p) = self.read_packet().unwrap();
+            t.feed(p.len(), &p[..p.len().min(CLASSIFY_BYTES)]).unwrap();
+            out.push(p);
+        }
+        out
+    }
+
+    pub fn query(&mut self, sql: &str) -> Vec<Vec<u8>> {
+        let mut p = vec![0x03];
+        p.extend_from_slice(sql.as_bytes());
+        self.command(&p, Expect::ResultSets)
+    }
+
+    /// Whether the server closed the connection (reads EOF within the timeout).
+    pub fn is_closed(&mut self) -> bool {
+        let mut tmp = [0u8; 64];
+        matches!(self.stream.read(&mut tmp), Ok(0) | Err(_))
+    }
+}
+
+pub fn err_code(p: &[u8]) -> Option<u16> {
+    (p.first() == Some(&0xff)).then(|| u16::from_le_bytes([p[1], p[2]]))
+}

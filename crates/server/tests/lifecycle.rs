@@ -1,0 +1,316 @@
+//! Failures and lifecycle: dead clients, dead backends, unusable hostgroups, limits, shutdown,
+//! bounded memory, the CLI tools.
+#![allow(clippy::unwrap_used)]
+mod common;
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use weir_testkit::{require_binary, WEIR_PASS, WEIR_USER};
+
+fn mariadb_cmd(port: u16) -> Command {
+    let mut c = Command::new(require_binary("mariadb"));
+    c.args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", WEIR_USER])
+        .arg(format!("-p{WEIR_PASS}"))
+        .args(["--protocol=TCP", "--ssl=0"]);
+    c
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn load_data_local_infile() {
+    let dir = weir_testkit::scratch_dir("infile").unwrap();
+    let file = dir.join("rows.csv");
+    let data: String = (1..=5000).map(|i| format!("{i},name{i}\n")).collect();
+    std::fs::write(&file, data).unwrap();
+    let sql = format!(
+        "CREATE TABLE IF NOT EXISTS weirtest.infile (id INT PRIMARY KEY, name VARCHAR(20)); \
+         DELETE FROM weirtest.infile; \
+         LOAD DATA LOCAL INFILE '{}' INTO TABLE weirtest.infile FIELDS TERMINATED BY ','; \
+         SELECT COUNT(*), SUM(id) FROM weirtest.infile",
+        file.display()
+    );
+    let out = mariadb_cmd(common::weir().port)
+        .args(["--local-infile=1", "-N", "-e", &sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "5000\t12502500"
+    );
+}
+
+#[test]
+fn killed_client_leaves_no_open_transaction() {
+    let primary = &common::topo().primary;
+    primary
+        .exec("CREATE TABLE IF NOT EXISTS weirtest.orphan (id INT PRIMARY KEY) ENGINE=InnoDB")
+        .unwrap();
+    let mut child = mariadb_cmd(common::weir().port)
+        .args(["-e", "BEGIN; INSERT INTO weirtest.orphan VALUES (NULL) ON DUPLICATE KEY UPDATE id=id; INSERT INTO weirtest.orphan VALUES (777); SELECT SLEEP(30);"])
+        .spawn()
+        .unwrap();
+    let trx = || {
+        primary
+            .query_value("SELECT COUNT(*) FROM information_schema.innodb_trx")
+            .unwrap()
+    };
+    wait_until("the transaction to open", Duration::from_secs(10), || {
+        trx() != "0"
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_until(
+        "the transaction to roll back",
+        Duration::from_secs(10),
+        || trx() == "0",
+    );
+    assert_eq!(
+        primary
+            .query_value("SELECT COUNT(*) FROM weirtest.orphan WHERE id = 777")
+            .unwrap(),
+        "0"
+    );
+}
+
+#[tokio::test]
+async fn killed_backend_connection_gives_error_then_recovers() {
+    let mut c = common::connect().await;
+    let primary = &common::topo().primary;
+    let q = tokio::spawn(async move {
+        let r: Result<Option<i64>, _> = c
+            .query_first("SELECT SLEEP(20) AS killed_backend_test")
+            .await;
+        (r, c)
+    });
+    let mut id = String::new();
+    wait_until("the query on the backend", Duration::from_secs(10), || {
+        id = primary
+            .query_value("SELECT COALESCE(MAX(ID), '') FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(20) AS killed%'")
+            .unwrap();
+        !id.is_empty()
+    });
+    primary.exec(&format!("KILL {id}")).unwrap();
+    let (r, mut c) = q.await.unwrap();
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("2013") || e.contains("Lost connection"), "{e}");
+    let v: Option<i64> = c.query_first("SELECT 3").await.unwrap();
+    assert_eq!(v, Some(3));
+}
+
+#[tokio::test]
+async fn no_usable_server_gives_9001_after_the_wait() {
+    // The users' default hostgroup 5 has no servers.
+    let port = weir_testkit::free_port();
+    let cfg = weir_testkit::weir_config(
+        common::topo(),
+        port,
+        0,
+        "connect_timeout_server_max = 700\nconnect_timeout_server = 200",
+    )
+    .replace("default_hostgroup = 0", "default_hostgroup = 5");
+    let w = weir_testkit::WeirProcess::spawn(&common::weir_bin(), &cfg).unwrap();
+    let mut c = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let e = c.query_drop("SELECT 1").await.unwrap_err().to_string();
+    assert!(e.contains("9001"), "{e}");
+    assert!(
+        e.contains("Max connect timeout reached while reaching hostgroup 5 after"),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(650),
+        "{:?}",
+        t.elapsed()
+    );
+    let v: Option<i64> = c.query_first("SELECT 1").await.unwrap_or(Some(-1));
+    assert_eq!(
+        v,
+        Some(-1),
+        "still no server, and the connection stays usable"
+    );
+    c.ping().await.unwrap();
+}
+
+#[tokio::test]
+async fn max_connections_per_user_and_global() {
+    let w = common::start_weir("max_connections = 3");
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(
+            Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+                .await
+                .unwrap(),
+        );
+    }
+    let e = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("1040") || e.contains("Too many connections"),
+        "{e}"
+    );
+    drop(held);
+}
+
+#[test]
+fn unix_socket_listener() {
+    let dir = weir_testkit::scratch_dir("sock").unwrap();
+    let sock = dir.join("weir.sock");
+    let port = weir_testkit::free_port();
+    let w = common::start_weir(&format!(
+        "interfaces = \"127.0.0.1:{port};{}\"",
+        sock.display()
+    ));
+    let out = Command::new(require_binary("mariadb"))
+        .args(["-S", sock.to_str().unwrap(), "-u", WEIR_USER])
+        .arg(format!("-p{WEIR_PASS}"))
+        .args(["-N", "-e", "SELECT 40 + 2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        w.stderr_tail(20)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+}
+
+#[test]
+fn graceful_shutdown_lets_statements_finish() {
+    let mut w = common::start_weir("");
+    let child = mariadb_cmd(w.port)
+        .args(["-N", "-e", "SELECT SLEEP(1.5), 'finished'"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the statement on the backend",
+        Duration::from_secs(10),
+        || {
+            common::topo()
+            .primary
+            .query_value("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(1.5)%'")
+            .unwrap()
+            != "0"
+        },
+    );
+    let status = w.terminate(Duration::from_secs(15)).unwrap();
+    assert!(
+        status.success(),
+        "exit status {status}\n{}",
+        w.stderr_tail(20)
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
+    assert!(!w.stderr().contains("panicked"));
+}
+
+#[test]
+fn check_config_reports_errors_with_paths() {
+    let dir = weir_testkit::scratch_dir("cfg").unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[mysql_variables]\nthreads = \"many\"\nno_such_var = 1\n[[mysql_servers]]\naddress = \"h\"\nport = 70000\n",
+    )
+    .unwrap();
+    let out = Command::new(common::weir_bin())
+        .args(["check-config", "-c", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mysql_variables.threads"), "{err}");
+    assert!(err.contains("mysql_variables.no_such_var"), "{err}");
+    assert!(err.contains("mysql_servers[0].port"), "{err}");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, weir_testkit::weir_config(common::topo(), 1, 0, "")).unwrap();
+    let out = Command::new(common::weir_bin())
+        .args(["check-config", "-c", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = Command::new(common::weir_bin())
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("weir "));
+}
+
+#[test]
+fn large_result_streams_in_bounded_memory() {
+    // 1 GiB: 1,048,576 rows of 1 KiB from MariaDB's sequence engine, read and discarded.
+    let w = common::start_weir("");
+    let t = Instant::now();
+    let out = mariadb_cmd(w.port)
+        .args([
+            "--quick",
+            "-N",
+            "-e",
+            "SELECT seq, REPEAT('x', 1017) FROM seq_1_to_1048576",
+        ])
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let peak = w.peak_rss_kib().unwrap();
+    eprintln!(
+        "1 GiB through weir in {:?}, weir peak RSS {peak} KiB",
+        t.elapsed()
+    );
+    assert!(peak < 64 * 1024, "peak RSS {peak} KiB");
+}
+
+#[test]
+fn mysqlslap_through_weir() {
+    let out = Command::new(require_binary("mysqlslap"))
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &common::weir().port.to_string(),
+            "-u",
+            WEIR_USER,
+        ])
+        .arg(format!("-p{WEIR_PASS}"))
+        .args(["--protocol=TCP", "--ssl=0", "--create-schema=weirtest"])
+        .args([
+            "--query=SELECT 1111",
+            "--concurrency=8",
+            "--iterations=2",
+            "--number-of-queries=4000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Average number of seconds"));
+}

@@ -1,0 +1,73 @@
+//! sysbench oltp_read_write through weir, prepared and text protocol: no errors allowed.
+#![allow(clippy::unwrap_used)]
+mod common;
+use std::process::Command;
+use weir_testkit::{require_binary, WEIR_PASS, WEIR_USER};
+
+/// Seconds per run: 60 as the foundation issue asks; WEIR_SYSBENCH_SECONDS shortens local runs.
+fn seconds() -> String {
+    std::env::var("WEIR_SYSBENCH_SECONDS").unwrap_or_else(|_| "60".into())
+}
+
+fn sysbench(port: u16, args: &[&str]) -> String {
+    let out = Command::new(require_binary("sysbench"))
+        .arg("oltp_read_write")
+        .args([
+            "--db-driver=mysql",
+            "--mysql-host=127.0.0.1",
+            "--mysql-ssl=off",
+        ])
+        .arg(format!("--mysql-port={port}"))
+        .arg(format!("--mysql-user={WEIR_USER}"))
+        .arg(format!("--mysql-password={WEIR_PASS}"))
+        .args([
+            "--mysql-db=sbtest",
+            "--tables=4",
+            "--table-size=10000",
+            "--mysql-ignore-errors=none",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "sysbench {args:?} failed:\n{text}");
+    text
+}
+
+fn errors(report: &str) -> u64 {
+    // "    errors:                              0      (0.00 per sec.)"
+    report
+        .lines()
+        .find(|l| l.trim_start().starts_with("errors:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no errors line in:\n{report}"))
+}
+
+#[test]
+fn oltp_read_write_prepared_and_text() {
+    let port = common::weir().port;
+    sysbench(port, &["cleanup"]);
+    sysbench(port, &["prepare"]);
+    for mode in ["auto", "disable"] {
+        let secs = seconds();
+        let report = sysbench(
+            port,
+            &[
+                "--threads=8",
+                &format!("--time={secs}"),
+                &format!("--db-ps-mode={mode}"),
+                "--report-interval=0",
+                "run",
+            ],
+        );
+        eprintln!("--- db-ps-mode={mode}\n{report}");
+        assert_eq!(errors(&report), 0, "db-ps-mode={mode}");
+        assert!(report.contains("transactions:"), "{report}");
+    }
+    sysbench(port, &["cleanup"]);
+}

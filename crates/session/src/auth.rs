@@ -1,0 +1,255 @@
+//! Server side of the connection phase: greeting with a fresh scramble, checking the client's
+//! proof against the configured user, auth switch when the client's plugin cannot be checked.
+
+use crate::client::{ClientConn, ClientError};
+use crate::Shared;
+use std::sync::Arc;
+use weir_backend::Credential;
+use weir_config::{Password, User};
+use weir_wire::auth::{self, AuthCheck, Secret, CACHING_SHA2_PASSWORD, NATIVE_PASSWORD};
+use weir_wire::handshake::{
+    is_ssl_request, write_auth_more_data, write_auth_switch, Greeting, HandshakeResponse,
+};
+use weir_wire::msg::ErrInfo;
+use weir_wire::{cap, errcode, status};
+
+/// Capabilities weir offers clients. No SSL and no compression yet; CLIENT_DEPRECATE_EOF is
+/// offered and translated per client.
+pub const SERVER_CAPS: u32 = cap::LONG_PASSWORD
+    | cap::FOUND_ROWS
+    | cap::LONG_FLAG
+    | cap::CONNECT_WITH_DB
+    | cap::NO_SCHEMA
+    | cap::LOCAL_FILES
+    | cap::IGNORE_SPACE
+    | cap::PROTOCOL_41
+    | cap::INTERACTIVE
+    | cap::TRANSACTIONS
+    | cap::SECURE_CONNECTION
+    | cap::MULTI_STATEMENTS
+    | cap::MULTI_RESULTS
+    | cap::PS_MULTI_RESULTS
+    | cap::PLUGIN_AUTH
+    | cap::CONNECT_ATTRS
+    | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | cap::DEPRECATE_EOF;
+
+/// utf8mb4_general_ci: announced in the greeting and used when a client sends collation 0.
+pub const DEFAULT_COLLATION: u8 = 45;
+
+/// A successful login.
+pub struct Login {
+    /// The user.
+    pub user: Arc<User>,
+    /// Schema asked for at handshake.
+    pub database: Option<String>,
+    /// Collation asked for.
+    pub collation: u8,
+    /// Secret weir uses for backend logins.
+    pub credential: Credential,
+    /// Next sequence id to send.
+    pub next_seq: u8,
+}
+
+/// Why a login failed: the error was already sent to the client unless it is `Io`.
+pub enum LoginError {
+    /// Sent an ERR; the connection is to be closed.
+    Refused,
+    /// The client went away or broke the protocol.
+    Io(ClientError),
+}
+
+impl From<std::io::Error> for LoginError {
+    fn from(e: std::io::Error) -> Self {
+        LoginError::Io(ClientError::Io(e))
+    }
+}
+
+impl From<ClientError> for LoginError {
+    fn from(e: ClientError) -> Self {
+        LoginError::Io(e)
+    }
+}
+
+/// The "Access denied" error, worded as MySQL does.
+pub fn access_denied(user: &str, host: &str, with_password: bool) -> ErrInfo {
+    ErrInfo::new(
+        errcode::ER_ACCESS_DENIED_ERROR,
+        "28000",
+        format!(
+            "Access denied for user '{user}'@'{host}' (using password: {})",
+            if with_password { "YES" } else { "NO" }
+        ),
+    )
+}
+
+/// Sends the greeting and authenticates the client.
+pub async fn handshake(
+    shared: &Shared,
+    client: &mut ClientConn,
+    connection_id: u32,
+) -> Result<Login, LoginError> {
+    let runtime = shared.runtime.load_full();
+    let scramble = auth::new_scramble();
+    let greeting = Greeting {
+        server_version: runtime.mysql.server_version.clone(),
+        connection_id,
+        scramble: scramble.to_vec(),
+        capabilities: SERVER_CAPS,
+        mariadb_capabilities: 0,
+        collation: DEFAULT_COLLATION,
+        status: status::AUTOCOMMIT,
+        auth_plugin: NATIVE_PASSWORD.into(),
+    };
+    greeting.write(&mut client.wbuf);
+    client.flush_wbuf().await?;
+
+    let cmd = client.read_command(64 * 1024).await?;
+    let payload = cmd.payload();
+    let mut seq = cmd.last_seq.wrapping_add(1);
+    if is_ssl_request(&payload) {
+        let e = ErrInfo::new(
+            errcode::ER_HANDSHAKE_ERROR,
+            "08S01",
+            "weir does not offer TLS to clients yet: connect without SSL (e.g. --ssl-mode=DISABLED)",
+        );
+        client.send_err(seq, &e).await?;
+        return Err(LoginError::Refused);
+    }
+    let resp = match HandshakeResponse::parse(&payload) {
+        Ok(r) => r,
+        Err(e) => {
+            let e = ErrInfo::new(
+                errcode::ER_HANDSHAKE_ERROR,
+                "08S01",
+                format!("Bad handshake: {e}"),
+            );
+            client.send_err(seq, &e).await?;
+            return Err(LoginError::Refused);
+        }
+    };
+    client.caps = resp.capabilities & SERVER_CAPS;
+    let user = runtime.frontend_users.get(&resp.username).cloned();
+    let Some(user) = user else {
+        let e = access_denied(&resp.username, &client.host, !resp.auth_response.is_empty());
+        client.send_err(seq, &e).await?;
+        return Err(LoginError::Refused);
+    };
+    let mut plugin = resp
+        .auth_plugin
+        .clone()
+        .unwrap_or_else(|| NATIVE_PASSWORD.to_string());
+    let mut proof = resp.auth_response.clone();
+    let mut switched = false;
+    let stage1 = loop {
+        let secret = match &user.password {
+            Password::Clear(p) => Secret::Clear(p.as_bytes()),
+            Password::NativeHash(h) => Secret::NativeHash(h),
+        };
+        match auth::check(&plugin, &scramble, secret, &proof) {
+            AuthCheck::Ok(stage1) => {
+                if plugin == CACHING_SHA2_PASSWORD {
+                    write_auth_more_data(&mut client.wbuf, seq, &[auth::SHA2_FAST_AUTH_SUCCESS]);
+                    client.flush_wbuf().await?;
+                    seq = seq.wrapping_add(1);
+                }
+                break stage1;
+            }
+            AuthCheck::SwitchTo(p) if !switched => {
+                switched = true;
+                let mut data = scramble.to_vec();
+                data.push(0);
+                write_auth_switch(&mut client.wbuf, seq, p, &data);
+                client.flush_wbuf().await?;
+                let reply = client.read_command(64 * 1024).await?;
+                seq = reply.last_seq.wrapping_add(1);
+                proof = reply.payload().to_vec();
+                plugin = p.to_string();
+            }
+            _ => {
+                let e = access_denied(&resp.username, &client.host, !proof.is_empty());
+                client.send_err(seq, &e).await?;
+                return Err(LoginError::Refused);
+            }
+        }
+    };
+    let credential = backend_credential(shared, &user, stage1);
+    let collation = if resp.collation == 0 {
+        DEFAULT_COLLATION
+    } else {
+        resp.collation
+    };
+    Ok(Login {
+        user,
+        database: resp.database.clone(),
+        collation,
+        credential,
+        next_seq: seq,
+    })
+}
+
+/// The secret to log in to backends as `user`.
+pub fn backend_credential(shared: &Shared, user: &User, stage1: Option<[u8; 20]>) -> Credential {
+    match &user.password {
+        Password::Clear(p) => Credential::Clear(p.clone()),
+        Password::NativeHash(_) => {
+            let mut learned = shared.learned_stage1.lock();
+            if let Some(s1) = stage1 {
+                learned.insert(user.username.clone(), s1);
+                Credential::NativeStage1(s1)
+            } else {
+                match learned.get(&user.username) {
+                    Some(s1) => Credential::NativeStage1(*s1),
+                    None => Credential::NativeStage1([0; 20]),
+                }
+            }
+        }
+    }
+}
+
+/// Re-authenticates for COM_CHANGE_USER: always through an auth switch with a fresh scramble,
+/// so the proof is never checked against the scramble of the original handshake.
+pub async fn change_user(
+    shared: &Shared,
+    client: &mut ClientConn,
+    username: &str,
+    seq: u8,
+) -> Result<(Arc<User>, Credential, u8), LoginError> {
+    let runtime = shared.runtime.load_full();
+    let scramble = auth::new_scramble();
+    let mut data = scramble.to_vec();
+    data.push(0);
+    write_auth_switch(&mut client.wbuf, seq, NATIVE_PASSWORD, &data);
+    client.flush_wbuf().await?;
+    let reply = client.read_command(64 * 1024).await?;
+    let seq = reply.last_seq.wrapping_add(1);
+    let proof = reply.payload().to_vec();
+    let Some(user) = runtime.frontend_users.get(username).cloned() else {
+        client
+            .send_err(
+                seq,
+                &access_denied(username, &client.host, !proof.is_empty()),
+            )
+            .await?;
+        return Err(LoginError::Refused);
+    };
+    let secret = match &user.password {
+        Password::Clear(p) => Secret::Clear(p.as_bytes()),
+        Password::NativeHash(h) => Secret::NativeHash(h),
+    };
+    match auth::check(NATIVE_PASSWORD, &scramble, secret, &proof) {
+        AuthCheck::Ok(stage1) => {
+            let cred = backend_credential(shared, &user, stage1);
+            Ok((user, cred, seq))
+        }
+        _ => {
+            client
+                .send_err(
+                    seq,
+                    &access_denied(username, &client.host, !proof.is_empty()),
+                )
+                .await?;
+            Err(LoginError::Refused)
+        }
+    }
+}

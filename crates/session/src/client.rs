@@ -1,0 +1,128 @@
+//! The client socket with its buffers: reads whole commands, writes packets.
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use weir_backend::Stream;
+use weir_wire::msg::{write_ok, ErrInfo, OkInfo};
+use weir_wire::packet::{take_logical_packet, Framed};
+
+/// A command as received: raw frames (ready to forward) and how many there are.
+pub struct Command {
+    /// Frames exactly as the client sent them, headers included.
+    pub raw: BytesMut,
+    /// Number of frames.
+    pub frames: usize,
+    /// Sequence id of the last frame.
+    pub last_seq: u8,
+}
+
+impl Command {
+    /// The command byte.
+    pub fn code(&self) -> u8 {
+        self.raw.get(4).copied().unwrap_or(0)
+    }
+
+    /// The payload (command byte included), joined across frames if needed.
+    pub fn payload(&self) -> std::borrow::Cow<'_, [u8]> {
+        weir_wire::packet::payload_of(&self.raw, self.frames)
+    }
+}
+
+/// Why reading from the client stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Socket error.
+    #[error("client i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// The client closed the connection.
+    #[error("client closed the connection")]
+    Closed,
+    /// A packet above max_allowed_packet.
+    #[error("client sent a packet of {0} bytes, over max_allowed_packet")]
+    TooLarge(usize),
+}
+
+/// One client connection.
+pub struct ClientConn {
+    /// The socket.
+    pub stream: Stream,
+    rbuf: BytesMut,
+    /// Scratch buffer for packets weir builds itself.
+    pub wbuf: BytesMut,
+    /// Negotiated capabilities.
+    pub caps: u32,
+    /// Peer address for messages.
+    pub host: String,
+    /// Peer port.
+    pub port: u16,
+}
+
+impl ClientConn {
+    /// Wraps an accepted socket.
+    pub fn new(stream: Stream) -> ClientConn {
+        let host = stream.peer_host();
+        let port = stream.peer_port();
+        ClientConn {
+            stream,
+            rbuf: BytesMut::with_capacity(16 * 1024),
+            wbuf: BytesMut::with_capacity(1024),
+            caps: 0,
+            host,
+            port,
+        }
+    }
+
+    /// Reads one whole logical packet.
+    pub async fn read_command(&mut self, max_payload: usize) -> Result<Command, ClientError> {
+        loop {
+            match take_logical_packet(&mut self.rbuf, max_payload) {
+                Ok(Framed::Packet {
+                    raw,
+                    frames,
+                    last_seq,
+                    ..
+                }) => {
+                    return Ok(Command {
+                        raw,
+                        frames,
+                        last_seq,
+                    })
+                }
+                Ok(Framed::Incomplete) => {}
+                Err(n) => return Err(ClientError::TooLarge(n)),
+            }
+            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+                self.rbuf.reserve(64 * 1024);
+            }
+            if self.stream.read_buf(&mut self.rbuf).await? == 0 {
+                return Err(ClientError::Closed);
+            }
+        }
+    }
+
+    /// Whether bytes of a next command are already buffered (pipelining clients).
+    pub fn has_buffered(&self) -> bool {
+        self.rbuf.has_remaining()
+    }
+
+    /// Sends what was built in `wbuf`.
+    pub async fn flush_wbuf(&mut self) -> std::io::Result<()> {
+        if !self.wbuf.is_empty() {
+            self.stream.write_all(&self.wbuf).await?;
+            self.wbuf.clear();
+        }
+        Ok(())
+    }
+
+    /// Sends an ERR packet.
+    pub async fn send_err(&mut self, seq: u8, err: &ErrInfo) -> std::io::Result<()> {
+        err.write(&mut self.wbuf, seq);
+        self.flush_wbuf().await
+    }
+
+    /// Sends an OK packet.
+    pub async fn send_ok(&mut self, seq: u8, ok: &OkInfo) -> std::io::Result<()> {
+        write_ok(&mut self.wbuf, seq, ok, b"");
+        self.flush_wbuf().await
+    }
+}

@@ -1,0 +1,409 @@
+//! One handler per client command.
+
+use crate::client::{ClientError, Command};
+use crate::relay::{forward_command, relay_reply, RelayError, ReplyOutcome};
+use crate::session::{lost_backend, Flow, Session};
+use weir_backend::{BackendConn, BackendError, ConnectParams};
+use weir_sql::{Pin, StatementKind};
+use weir_wire::handshake::ChangeUser;
+use weir_wire::msg::{ErrInfo, OkInfo};
+use weir_wire::reply::Expect;
+use weir_wire::{com, errcode, status};
+
+impl Session {
+    pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        match cmd.code() {
+            com::QUIT => return Ok(Flow::Quit),
+            com::QUERY => return self.query(cmd).await,
+            com::PING => self.client.send_ok(seq, &self.ok_status()).await?,
+            com::INIT_DB => self.init_db(&cmd).await?,
+            com::FIELD_LIST => return self.forward(cmd, Expect::FieldList, 0).await,
+            com::STATISTICS => return self.forward(cmd, Expect::Single, 0).await,
+            com::SET_OPTION => return self.forward(cmd, Expect::Status, Pin::UNTRACKED).await,
+            com::STMT_PREPARE => return self.forward(cmd, Expect::Prepare, Pin::PREPARED).await,
+            com::STMT_EXECUTE => return self.on_statement(cmd, Expect::ResultSets).await,
+            com::STMT_FETCH => return self.on_statement(cmd, Expect::Fetch).await,
+            com::STMT_RESET => return self.on_statement(cmd, Expect::Status).await,
+            com::STMT_SEND_LONG_DATA | com::STMT_CLOSE => {
+                // No reply: an unknown statement is silently ignored, as servers do.
+                if let Some(b) = self.backend.as_mut() {
+                    if let Err(e) = forward_command(b.conn(), &cmd.raw).await {
+                        tracing::debug!(error = %e, "backend failed on statement data");
+                        self.drop_backend().await;
+                    }
+                }
+            }
+            com::RESET_CONNECTION => {
+                if let Some(b) = self.backend.take() {
+                    if self.tied() || b.conn_ref().in_transaction() {
+                        b.close().await;
+                    } else {
+                        self.shared.pool.checkin(b, true);
+                    }
+                }
+                self.pins = 0;
+                self.keep_for = 0;
+                self.client.send_ok(seq, &self.ok_status()).await?;
+            }
+            com::CHANGE_USER => return self.change_user(&cmd).await,
+            com::PROCESS_KILL => {
+                let p = cmd.payload();
+                let id = p
+                    .get(1..5)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64);
+                match id {
+                    Some(id) => self.kill(id, false, seq).await?,
+                    None => {
+                        let e = ErrInfo::new(
+                            errcode::ER_MALFORMED_PACKET,
+                            "HY000",
+                            "Malformed COM_PROCESS_KILL packet",
+                        );
+                        self.client.send_err(seq, &e).await?;
+                    }
+                }
+            }
+            other => {
+                let e = ErrInfo::new(
+                    errcode::ER_UNKNOWN_COM_ERROR,
+                    "08S01",
+                    format!(
+                        "Unknown command: weir does not support {} (0x{other:02x})",
+                        com::name(other)
+                    ),
+                );
+                self.client.send_err(seq, &e).await?;
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn ok_status(&self) -> OkInfo {
+        let st = self
+            .backend
+            .as_ref()
+            .map(|b| b.conn_ref().status & (status::IN_TRANS | status::AUTOCOMMIT))
+            .unwrap_or(status::AUTOCOMMIT);
+        OkInfo {
+            status: st,
+            ..Default::default()
+        }
+    }
+
+    async fn query(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let scan = {
+            let p = cmd.payload();
+            weir_sql::scan(p.get(1..).unwrap_or_default())
+        };
+        if scan.kind == StatementKind::Kill {
+            if let Some((query_only, id)) = scan.kill {
+                self.kill(id, query_only, seq).await?;
+                return Ok(Flow::Continue);
+            }
+        }
+        self.forward_with(cmd, Expect::ResultSets, scan.pin.0, scan.use_schema)
+            .await
+    }
+
+    /// Sends a command that may start a statement (acquiring a backend) and relays the reply.
+    async fn forward(
+        &mut self,
+        cmd: Command,
+        expect: Expect,
+        pins: u32,
+    ) -> Result<Flow, ClientError> {
+        self.forward_with(cmd, expect, pins, None).await
+    }
+
+    /// As [`Session::forward`]; `use_schema` is the schema a lone `USE db` switches to.
+    async fn forward_with(
+        &mut self,
+        cmd: Command,
+        expect: Expect,
+        pins: u32,
+        use_schema: Option<String>,
+    ) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        if self.acquire(seq).await?.is_none() {
+            return Ok(Flow::Continue);
+        }
+        let outcome = self.exchange(&cmd, expect, seq).await?;
+        if let Some(outcome) = outcome {
+            if outcome.error.is_none() {
+                if let Some(db) = use_schema {
+                    if let Some(b) = self.backend.as_mut() {
+                        b.conn().schema = Some(db.clone());
+                    }
+                    self.schema = Some(db.clone());
+                    self.login.schema = Some(db);
+                }
+            }
+            self.pins |= pins;
+            let last_id = outcome.last_ok.map(|o| o.last_insert_id).unwrap_or(0);
+            if last_id != 0 {
+                self.keep_for = self
+                    .shared
+                    .runtime
+                    .load()
+                    .mysql
+                    .auto_increment_delay_multiplex;
+            } else {
+                self.keep_for = self.keep_for.saturating_sub(1);
+            }
+            self.release();
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Commands about a prepared statement: only valid on the connection that prepared it.
+    async fn on_statement(&mut self, cmd: Command, expect: Expect) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        if self.backend.is_none() || self.pins & Pin::PREPARED == 0 {
+            let p = cmd.payload();
+            let id = p
+                .get(1..5)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .unwrap_or(0);
+            let e = ErrInfo::new(
+                errcode::ER_UNKNOWN_STMT_HANDLER,
+                "HY000",
+                format!(
+                    "Unknown prepared statement handler ({id}) given to {}",
+                    com::name(cmd.code())
+                ),
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(Flow::Continue);
+        }
+        if self.exchange(&cmd, expect, seq).await?.is_some() {
+            self.release();
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Forwards the command on the held connection and relays the reply. `None` when the
+    /// backend failed (the client got an ERR, or the session must end).
+    async fn exchange(
+        &mut self,
+        cmd: &Command,
+        expect: Expect,
+        seq: u8,
+    ) -> Result<Option<ReplyOutcome>, ClientError> {
+        let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
+        self.mark_running();
+        let result = {
+            let Some(b) = self.backend.as_mut() else {
+                return Ok(None);
+            };
+            let server = b.server().clone();
+            server
+                .stats
+                .queries
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            server
+                .stats
+                .bytes_sent
+                .fetch_add(cmd.raw.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            let conn: &mut BackendConn = b.conn();
+            match forward_command(conn, &cmd.raw).await {
+                Ok(()) => {
+                    let r = relay_reply(&mut self.client, conn, expect, seq, max).await;
+                    if let Ok(o) = &r {
+                        server
+                            .stats
+                            .bytes_recv
+                            .fetch_add(o.bytes, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    r
+                }
+                Err(e) => Err(RelayError::Backend {
+                    source: e,
+                    client_bytes: false,
+                    next_seq: seq,
+                }),
+            }
+        };
+        self.clear_running();
+        match result {
+            Ok(o) => Ok(Some(o)),
+            Err(RelayError::Client(e)) => Err(ClientError::Io(e)),
+            Err(RelayError::Backend {
+                source, next_seq, ..
+            }) => {
+                tracing::info!(session = self.handle.id, error = %source, "backend failed during a statement");
+                let tied = self.tied();
+                self.drop_backend().await;
+                self.client
+                    .send_err(next_seq, &lost_backend(&source))
+                    .await?;
+                if tied {
+                    // Its transaction or session state died with the connection: end the
+                    // session as the server would, rather than go on without that state.
+                    return Err(ClientError::Closed);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    async fn init_db(&mut self, cmd: &Command) -> Result<(), ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let db = String::from_utf8_lossy(cmd.payload().get(1..).unwrap_or_default()).into_owned();
+        if self.acquire(seq).await?.is_none() {
+            return Ok(());
+        }
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(());
+        };
+        match b.conn().init_db(&db).await {
+            Ok(()) => {
+                self.schema = Some(db.clone());
+                self.login.schema = Some(db);
+                let ok = self.ok_status();
+                self.client.send_ok(seq, &ok).await?;
+                self.release();
+            }
+            Err(BackendError::Server(e)) => {
+                self.client.send_err(seq, &e).await?;
+                self.release();
+            }
+            Err(e) => {
+                let tied = self.tied();
+                self.drop_backend().await;
+                self.client.send_err(seq, &lost_backend(&e)).await?;
+                if tied {
+                    return Err(ClientError::Closed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn change_user(&mut self, cmd: &Command) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let req = match ChangeUser::parse(&cmd.payload(), self.client.caps) {
+            Ok(r) => r,
+            Err(e) => {
+                let e = ErrInfo::new(
+                    errcode::ER_MALFORMED_PACKET,
+                    "HY000",
+                    format!("Malformed COM_CHANGE_USER: {e}"),
+                );
+                self.client.send_err(seq, &e).await?;
+                return Ok(Flow::Continue);
+            }
+        };
+        // Whatever the outcome, the old session state is gone.
+        if let Some(b) = self.backend.take() {
+            if self.tied() || b.conn_ref().in_transaction() {
+                b.close().await;
+            } else {
+                self.shared.pool.checkin(b, true);
+            }
+        }
+        self.pins = 0;
+        self.keep_for = 0;
+        let (user, cred, seq) = match crate::auth::change_user(
+            &self.shared,
+            &mut self.client,
+            &req.username,
+            seq,
+        )
+        .await
+        {
+            Ok(v) => v,
+            Err(crate::auth::LoginError::Refused) => return Ok(Flow::Quit),
+            Err(crate::auth::LoginError::Io(e)) => return Err(e),
+        };
+        let old = self.handle.user.lock().clone();
+        if old != user.username {
+            if !self
+                .shared
+                .registry
+                .enter_user(&user.username, user.max_connections)
+            {
+                let e = ErrInfo::new(errcode::ER_CON_COUNT_ERROR, "08004", "Too many connections");
+                self.client.send_err(seq, &e).await?;
+                return Ok(Flow::Quit);
+            }
+            self.shared.registry.leave_user(&old);
+            *self.handle.user.lock() = user.username.clone();
+        }
+        self.schema = req.database.clone().or_else(|| user.default_schema.clone());
+        self.hostgroup = user.default_hostgroup;
+        self.login.key.username = user.username.as_str().into();
+        if let Some(c) = req.collation {
+            if c > 0 && c < 256 {
+                self.login.key.collation = c as u8;
+            }
+        }
+        self.login.credential = cred;
+        self.login.schema = self.schema.clone();
+        self.user = user;
+        let ok = self.ok_status();
+        self.client.send_ok(seq, &ok).await?;
+        Ok(Flow::Continue)
+    }
+
+    /// KILL [QUERY] on weir session ids.
+    async fn kill(&mut self, id: u64, query_only: bool, seq: u8) -> Result<(), ClientError> {
+        let target = u32::try_from(id)
+            .ok()
+            .and_then(|i| self.shared.registry.get(i));
+        let Some(target) = target else {
+            let e = ErrInfo::new(
+                errcode::ER_NO_SUCH_THREAD,
+                "HY000",
+                format!("Unknown thread id: {id}"),
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(());
+        };
+        if *target.user.lock() != self.user.username {
+            let e = ErrInfo::new(
+                errcode::ER_KILL_DENIED_ERROR,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(());
+        }
+        let running = target.running.lock().clone();
+        if let Some(r) = running {
+            let settings = self.shared.pool.settings();
+            let params = ConnectParams {
+                endpoint: r.server.endpoint().clone(),
+                username: r.login.key.username.to_string(),
+                credential: r.login.credential.clone(),
+                schema: None,
+                collation: r.login.key.collation,
+                capabilities: 0,
+                connect_timeout: settings.connect_timeout,
+            };
+            match BackendConn::connect(&params).await {
+                Ok(mut c) => {
+                    let _ = c.query(&format!("KILL QUERY {}", r.backend_thread)).await;
+                    c.quit().await;
+                }
+                Err(e) => tracing::warn!(error = %e, "could not reach the backend to kill a query"),
+            }
+        }
+        if !query_only {
+            target.kill.cancel();
+        }
+        if target.id == self.handle.id && !query_only {
+            // Killing oneself: the server answers with an error and closes.
+            let e = ErrInfo::new(
+                errcode::ER_QUERY_INTERRUPTED,
+                "70100",
+                "Connection was killed",
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(());
+        }
+        self.client.send_ok(seq, &self.ok_status()).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,124 @@
+//! Every live client session by id: for KILL, the process list and connection limits.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use weir_pool::{LoginTemplate, ServerState};
+
+/// What a session is running on a backend right now (for KILL QUERY).
+#[derive(Clone)]
+pub struct Running {
+    /// The server.
+    pub server: Arc<ServerState>,
+    /// Backend thread id.
+    pub backend_thread: u32,
+    /// How to log in to that server as the session's user.
+    pub login: LoginTemplate,
+}
+
+/// The shared view of one session.
+pub struct SessionHandle {
+    /// weir's connection id, shown to the client as its thread id.
+    pub id: u32,
+    /// Authenticated user ('' before authentication).
+    pub user: Mutex<String>,
+    /// Client address.
+    pub host: String,
+    /// Cancelled to end the session (KILL CONNECTION).
+    pub kill: CancellationToken,
+    /// The statement running on a backend, if any.
+    pub running: Mutex<Option<Running>>,
+}
+
+/// All sessions.
+#[derive(Default)]
+pub struct Registry {
+    next_id: AtomicU32,
+    sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
+    per_user: Mutex<HashMap<String, u32>>,
+}
+
+/// Removes the session from the registry when dropped.
+pub struct Registration {
+    registry: Arc<Registry>,
+    /// The handle.
+    pub handle: Arc<SessionHandle>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.registry.sessions.lock().remove(&self.handle.id);
+        let user = self.handle.user.lock().clone();
+        if !user.is_empty() {
+            self.registry.leave_user(&user);
+        }
+    }
+}
+
+impl Registry {
+    /// Registers a new session.
+    pub fn register(self: &Arc<Self>, host: String, parent: &CancellationToken) -> Registration {
+        let id = loop {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+            if id != 0 && !self.sessions.lock().contains_key(&id) {
+                break id;
+            }
+        };
+        let handle = Arc::new(SessionHandle {
+            id,
+            user: Mutex::new(String::new()),
+            host,
+            kill: parent.child_token(),
+            running: Mutex::new(None),
+        });
+        self.sessions.lock().insert(id, handle.clone());
+        Registration {
+            registry: self.clone(),
+            handle,
+        }
+    }
+
+    /// Number of sessions.
+    pub fn len(&self) -> usize {
+        self.sessions.lock().len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Looks a session up.
+    pub fn get(&self, id: u32) -> Option<Arc<SessionHandle>> {
+        self.sessions.lock().get(&id).cloned()
+    }
+
+    /// All sessions.
+    pub fn all(&self) -> Vec<Arc<SessionHandle>> {
+        self.sessions.lock().values().cloned().collect()
+    }
+
+    /// Counts a login of `user`; false (and nothing counted) when that reaches `max`.
+    pub fn enter_user(&self, user: &str, max: u32) -> bool {
+        let mut m = self.per_user.lock();
+        let n = m.entry(user.to_string()).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Releases a login counted by [`Registry::enter_user`].
+    pub fn leave_user(&self, user: &str) {
+        let mut m = self.per_user.lock();
+        if let Some(n) = m.get_mut(user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(user);
+            }
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Streams a backend's reply to the client packet by packet, with backpressure: bytes are
+//! written to the client before more are read from the server, so memory stays bounded by
+//! the read buffer whatever the size of the result.
+//!
+//! Packets are forwarded in place (only their sequence byte is rewritten); the only packets
+//! weir builds itself are the EOF translations for clients that negotiated
+//! CLIENT_DEPRECATE_EOF, since backends are always spoken to in the classic EOF form.
+
+use crate::client::ClientConn;
+use bytes::{Buf, BytesMut};
+use tokio::io::AsyncWriteExt;
+use weir_backend::{BackendConn, BackendError};
+use weir_wire::msg::{write_ok, ErrInfo, OkInfo};
+use weir_wire::packet::write_packet;
+use weir_wire::reply::{Expect, ReplyTracker, Role, CLASSIFY_BYTES};
+use weir_wire::{cap, status, PacketHeader};
+
+/// How a relayed reply ended.
+#[derive(Debug, Default, Clone)]
+pub struct ReplyOutcome {
+    /// Status flags of the last OK/EOF.
+    pub status: u16,
+    /// The last OK packet, when the reply ended with one.
+    pub last_ok: Option<OkInfo>,
+    /// The error, when the reply ended with one.
+    pub error: Option<ErrInfo>,
+    /// For COM_STMT_PREPARE: the statement id.
+    pub prepared_id: Option<u32>,
+    /// Rows relayed.
+    pub rows: u64,
+    /// Bytes received from the backend.
+    pub bytes: u64,
+}
+
+/// Why a relay stopped before the reply ended.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The backend failed; `client_bytes` says whether the client already got part of a reply.
+    #[error("{source}")]
+    Backend {
+        /// The failure.
+        source: BackendError,
+        /// Whether any reply byte reached the client.
+        client_bytes: bool,
+        /// Next sequence id for the client.
+        next_seq: u8,
+    },
+    /// The client went away or sent a bad local-infile stream.
+    #[error("client: {0}")]
+    Client(std::io::Error),
+}
+
+struct Relay<'a> {
+    client: &'a mut ClientConn,
+    conn: &'a mut BackendConn,
+    tracker: ReplyTracker,
+    client_seq: u8,
+    deprecate_eof: bool,
+    sent_any: bool,
+    out: ReplyOutcome,
+    max_packet: usize,
+}
+
+/// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
+/// client expects for the first reply packet.
+pub async fn relay_reply(
+    client: &mut ClientConn,
+    conn: &mut BackendConn,
+    expect: Expect,
+    client_seq: u8,
+    max_packet: usize,
+) -> Result<ReplyOutcome, RelayError> {
+    let deprecate_eof = client.caps & cap::DEPRECATE_EOF != 0;
+    let mut r = Relay {
+        client,
+        conn,
+        tracker: ReplyTracker::new(expect),
+        client_seq,
+        deprecate_eof,
+        sent_any: false,
+        out: ReplyOutcome::default(),
+        max_packet,
+    };
+    r.run().await?;
+    r.out.status = r.tracker.last_status();
+    r.conn.status = r.out.status;
+    r.conn.last_used = std::time::Instant::now();
+    Ok(r.out)
+}
+
+impl Relay<'_> {
+    fn backend_err(&self, e: impl Into<BackendError>) -> RelayError {
+        RelayError::Backend {
+            source: e.into(),
+            client_bytes: self.sent_any,
+            next_seq: self.client_seq,
+        }
+    }
+
+    async fn write_client(&mut self, from: usize, to: usize) -> Result<(), RelayError> {
+        if to > from {
+            self.client
+                .stream
+                .write_all(&self.conn.rbuf[from..to])
+                .await
+                .map_err(RelayError::Client)?;
+            self.sent_any = true;
+        }
+        Ok(())
+    }
+
+    async fn write_built(&mut self, buf: &BytesMut) -> Result<(), RelayError> {
+        self.client
+            .stream
+            .write_all(buf)
+            .await
+            .map_err(RelayError::Client)?;
+        self.sent_any = true;
+        Ok(())
+    }
+
+    /// Flushes forwarded bytes, drops them from the buffer and reads more from the backend.
+    async fn refill(&mut self, flush_from: usize, pos: usize) -> Result<(), RelayError> {
+        self.write_client(flush_from, pos).await?;
+        self.conn.rbuf.advance(pos);
+        match self.conn.fill().await {
+            Ok(n) => {
+                self.out.bytes += n as u64;
+                Ok(())
+            }
+            Err(e) => Err(self.backend_err(e)),
+        }
+    }
+
+    async fn run(&mut self) -> Result<(), RelayError> {
+        let mut pos = 0usize;
+        let mut flush_from = 0usize;
+        // Body bytes of the current packet still to pass through.
+        let mut pending = 0usize;
+        loop {
+            if pending > 0 {
+                let n = pending.min(self.conn.rbuf.len() - pos);
+                pos += n;
+                pending -= n;
+                if pending > 0 {
+                    self.refill(flush_from, pos).await?;
+                    pos = 0;
+                    flush_from = 0;
+                    continue;
+                }
+            }
+            if self.tracker.is_done() {
+                break;
+            }
+            if self.tracker.awaits_local_infile() {
+                self.write_client(flush_from, pos).await?;
+                self.conn.rbuf.advance(pos);
+                pos = 0;
+                flush_from = 0;
+                self.local_infile().await?;
+                continue;
+            }
+            let avail = self.conn.rbuf.len() - pos;
+            let Some(h) = PacketHeader::parse(&self.conn.rbuf[pos..]) else {
+                self.refill(flush_from, pos).await?;
+                pos = 0;
+                flush_from = 0;
+                continue;
+            };
+            let need = 4 + h.len.min(CLASSIFY_BYTES);
+            if avail < need {
+                self.refill(flush_from, pos).await?;
+                pos = 0;
+                flush_from = 0;
+                continue;
+            }
+            let head = &self.conn.rbuf[pos + 4..pos + need];
+            let role = self
+                .tracker
+                .feed(h.len, head)
+                .map_err(|e| self.backend_err(e))?;
+            match role {
+                Role::DefinitionsEof { status: st } if self.deprecate_eof => {
+                    // Definitions EOFs are small: the whole packet is in the buffer.
+                    self.write_client(flush_from, pos).await?;
+                    pos += 4 + h.len;
+                    flush_from = pos;
+                    if st & status::CURSOR_EXISTS != 0 {
+                        // The end of metadata must still be signalled when a cursor opened.
+                        self.send_ok_eof(0, st).await?;
+                    }
+                    continue;
+                }
+                Role::EndOfRows { warnings, status } if self.deprecate_eof => {
+                    self.write_client(flush_from, pos).await?;
+                    pos += 4 + h.len;
+                    flush_from = pos;
+                    self.send_ok_eof(warnings, status).await?;
+                    continue;
+                }
+                Role::Row => self.out.rows += 1,
+                Role::Ok(ok) => self.out.last_ok = Some(ok),
+                Role::PrepareOk { statement_id, .. } => self.out.prepared_id = Some(statement_id),
+                Role::Err => {
+                    if avail >= 4 + h.len {
+                        self.out.error =
+                            ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
+                    }
+                }
+                _ => {}
+            }
+            self.conn.rbuf[pos + 3] = self.client_seq;
+            self.client_seq = self.client_seq.wrapping_add(1);
+            pos += 4;
+            pending = h.len;
+            if pending == 0 {
+                continue;
+            }
+        }
+        self.write_client(flush_from, pos).await?;
+        self.conn.rbuf.advance(pos);
+        Ok(())
+    }
+
+    async fn send_ok_eof(&mut self, warnings: u16, status: u16) -> Result<(), RelayError> {
+        let mut b = BytesMut::with_capacity(16);
+        write_ok(
+            &mut b,
+            self.client_seq,
+            &OkInfo {
+                affected_rows: 0,
+                last_insert_id: 0,
+                status,
+                warnings,
+            },
+            b"",
+        );
+        b[4] = 0xfe;
+        self.client_seq = self.client_seq.wrapping_add(1);
+        self.write_built(&b).await
+    }
+
+    /// Relays the client's file for LOAD DATA LOCAL INFILE until its empty closing packet.
+    async fn local_infile(&mut self) -> Result<(), RelayError> {
+        // The backend numbers its packets like the client here: nothing was dropped before the
+        // request, so the client's sequence ids can be forwarded unchanged.
+        loop {
+            let cmd = match self.client.read_command(self.max_packet).await {
+                Ok(c) => c,
+                Err(crate::client::ClientError::Io(e)) => return Err(RelayError::Client(e)),
+                Err(e) => {
+                    return Err(RelayError::Client(std::io::Error::other(e.to_string())));
+                }
+            };
+            self.client_seq = cmd.last_seq.wrapping_add(1);
+            let empty = cmd.raw.len() == 4;
+            if let Err(e) = self.conn.stream.write_all(&cmd.raw).await {
+                return Err(self.backend_err(e));
+            }
+            if empty {
+                break;
+            }
+        }
+        self.tracker.local_infile_sent();
+        Ok(())
+    }
+}
+
+/// Sends a whole command to the backend: the client's raw frames, sequence ids as received.
+pub async fn forward_command(conn: &mut BackendConn, raw: &[u8]) -> Result<(), BackendError> {
+    conn.stream.write_all(raw).await?;
+    Ok(())
+}
+
+/// Sends a command built by weir (not the client's bytes) to the backend.
+pub async fn send_built_command(
+    conn: &mut BackendConn,
+    payload: &[u8],
+) -> Result<(), BackendError> {
+    let mut b = BytesMut::with_capacity(payload.len() + 8);
+    write_packet(&mut b, 0, payload);
+    conn.stream.write_all(&b).await?;
+    Ok(())
+}
