@@ -67,7 +67,14 @@ impl Exchange {
             Credential::Clear(pass) => {
                 let mut proc_ = AuthProc::init(&AuthPlugin::from_bytes(plugin.as_bytes()))
                     .map_err(|e| BackendError::Auth(e.to_string()))?;
-                let scramble = scramble.get(..20).unwrap_or(scramble).to_vec();
+                // Scramble-based plugins use 20 bytes (a trailing NUL may follow); others, such
+                // as client_ed25519's 32-byte nonce, take the data whole.
+                let scramble = match plugin {
+                    NATIVE_PASSWORD | "caching_sha2_password" | "sha256_password" => {
+                        scramble.get(..20).unwrap_or(scramble).to_vec()
+                    }
+                    _ => scramble.to_vec(),
+                };
                 let ctx = Ctx {
                     pass: pass.as_bytes(),
                     scramble: &scramble,

@@ -15,7 +15,10 @@ pub struct ConfigError {
 impl ConfigError {
     /// An error at `path`.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { path: path.into(), message: message.into() }
+        ConfigError {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 

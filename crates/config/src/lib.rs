@@ -7,6 +7,7 @@
 //! compiles it into typed views ([`MysqlVariables`], [`AdminVariables`], user maps) used on the
 //! hot path. No SQLite, no globals, no I/O besides reading the file in [`load_config_file`].
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod error;
 mod file;

@@ -100,6 +100,15 @@ impl ClientConn {
         }
     }
 
+    /// Reads whatever the client sends while a statement runs (a pipelined next command is
+    /// kept for later); `Ok(0)` means the client closed the connection.
+    pub async fn read_more(&mut self) -> std::io::Result<usize> {
+        if self.rbuf.capacity() - self.rbuf.len() < 1024 {
+            self.rbuf.reserve(16 * 1024);
+        }
+        self.stream.read_buf(&mut self.rbuf).await
+    }
+
     /// Whether bytes of a next command are already buffered (pipelining clients).
     pub fn has_buffered(&self) -> bool {
         self.rbuf.has_remaining()

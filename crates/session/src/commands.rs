@@ -228,7 +228,21 @@ impl Session {
         self.clear_running();
         match result {
             Ok(o) => Ok(Some(o)),
-            Err(RelayError::Client(e)) => Err(ClientError::Io(e)),
+            Err(RelayError::Client(e)) => {
+                // The client is gone mid-statement: stop the statement on the server and
+                // drop the connection, which rolls back whatever it had open.
+                if let Some(b) = self.backend.take() {
+                    let running = crate::registry::Running {
+                        server: b.server().clone(),
+                        backend_thread: b.conn_ref().connection_id,
+                        login: self.login.clone(),
+                    };
+                    drop(b);
+                    let shared = self.shared.clone();
+                    tokio::spawn(async move { kill_on_backend(&shared, &running, false).await });
+                }
+                Err(ClientError::Io(e))
+            }
             Err(RelayError::Backend {
                 source, next_seq, ..
             }) => {
@@ -372,23 +386,7 @@ impl Session {
         }
         let running = target.running.lock().clone();
         if let Some(r) = running {
-            let settings = self.shared.pool.settings();
-            let params = ConnectParams {
-                endpoint: r.server.endpoint().clone(),
-                username: r.login.key.username.to_string(),
-                credential: r.login.credential.clone(),
-                schema: None,
-                collation: r.login.key.collation,
-                capabilities: 0,
-                connect_timeout: settings.connect_timeout,
-            };
-            match BackendConn::connect(&params).await {
-                Ok(mut c) => {
-                    let _ = c.query(&format!("KILL QUERY {}", r.backend_thread)).await;
-                    c.quit().await;
-                }
-                Err(e) => tracing::warn!(error = %e, "could not reach the backend to kill a query"),
-            }
+            kill_on_backend(&self.shared, &r, true).await;
         }
         if !query_only {
             target.kill.cancel();
@@ -405,5 +403,33 @@ impl Session {
         }
         self.client.send_ok(seq, &self.ok_status()).await?;
         Ok(())
+    }
+}
+
+/// Runs `KILL [QUERY] <backend thread>` on the server over a separate connection.
+pub(crate) async fn kill_on_backend(
+    shared: &crate::Shared,
+    r: &crate::registry::Running,
+    query_only: bool,
+) {
+    let settings = shared.pool.settings();
+    let params = ConnectParams {
+        endpoint: r.server.endpoint().clone(),
+        username: r.login.key.username.to_string(),
+        credential: r.login.credential.clone(),
+        schema: None,
+        collation: r.login.key.collation,
+        capabilities: 0,
+        connect_timeout: settings.connect_timeout,
+    };
+    match BackendConn::connect(&params).await {
+        Ok(mut c) => {
+            let what = if query_only { "KILL QUERY" } else { "KILL" };
+            if let Err(e) = c.query(&format!("{what} {}", r.backend_thread)).await {
+                tracing::debug!(error = %e, "backend KILL failed (the statement may have ended)");
+            }
+            c.quit().await;
+        }
+        Err(e) => tracing::warn!(error = %e, "could not reach the backend to kill a statement"),
     }
 }

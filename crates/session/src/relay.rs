@@ -57,6 +57,7 @@ struct Relay<'a> {
     client_seq: u8,
     deprecate_eof: bool,
     sent_any: bool,
+    client_quiet: bool,
     out: ReplyOutcome,
     max_packet: usize,
 }
@@ -78,6 +79,7 @@ pub async fn relay_reply(
         client_seq,
         deprecate_eof,
         sent_any: false,
+        client_quiet: false,
         out: ReplyOutcome::default(),
         max_packet,
     };
@@ -123,12 +125,35 @@ impl Relay<'_> {
     async fn refill(&mut self, flush_from: usize, pos: usize) -> Result<(), RelayError> {
         self.write_client(flush_from, pos).await?;
         self.conn.rbuf.advance(pos);
-        match self.conn.fill().await {
-            Ok(n) => {
-                self.out.bytes += n as u64;
-                Ok(())
+        loop {
+            // Watch the client too: one that hangs up mid-statement must not leave the
+            // statement (and its transaction) running on the backend until it ends by itself.
+            tokio::select! {
+                biased;
+                r = self.conn.fill() => {
+                    return match r {
+                        Ok(n) => {
+                            self.out.bytes += n as u64;
+                            Ok(())
+                        }
+                        Err(e) => Err(self.backend_err(e)),
+                    };
+                }
+                r = self.client.read_more(), if !self.client_quiet => match r {
+                    Ok(0) => {
+                        return Err(RelayError::Client(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            "client closed the connection during a statement",
+                        )))
+                    }
+                    Ok(_) => {
+                        // A pipelined command: it waits in the buffer; stop polling so a
+                        // pipelining client cannot make weir buffer without bound.
+                        self.client_quiet = true;
+                    }
+                    Err(e) => return Err(RelayError::Client(e)),
+                },
             }
-            Err(e) => Err(self.backend_err(e)),
         }
     }
 

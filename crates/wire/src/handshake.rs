@@ -230,14 +230,14 @@ pub fn write_auth_switch(out: &mut BytesMut, seq: u8, plugin: &str, data: &[u8])
     finish_packet(out, start);
 }
 
-/// Parses an auth switch request payload into (plugin, data without trailing NUL).
+/// Parses an auth switch request payload into (plugin, data). The data is returned as sent:
+/// scramble-based plugins follow it with a NUL, but others (client_ed25519) send raw bytes
+/// that may themselves end in 0, so only the caller knows what to strip.
 pub fn parse_auth_switch(payload: &[u8]) -> Result<(String, Vec<u8>), WireError> {
     let mut r = Reader::new(payload);
     r.u8("auth switch header")?;
     let plugin = String::from_utf8_lossy(r.nul_or_eof_bytes()).into_owned();
-    let data = r.rest();
-    let data = data.strip_suffix(&[0]).unwrap_or(data);
-    Ok((plugin, data.to_vec()))
+    Ok((plugin, r.rest().to_vec()))
 }
 
 /// Appends an auth-more-data packet (0x01 + data).

@@ -7,7 +7,9 @@ mod row;
 mod tests;
 
 use crate::error::{ConfigError, ConfigErrors};
-use crate::rows::{ConfigTables, Password, QueryRuleRow, ReplicationHostgroupRow, ServerRow, ServerStatus, UserRow};
+use crate::rows::{
+    ConfigTables, Password, QueryRuleRow, ReplicationHostgroupRow, ServerRow, ServerStatus, UserRow,
+};
 use crate::runtime::{build_at, RowOrigins, Runtime};
 use crate::vars::Variables;
 use row::Row;
@@ -40,7 +42,10 @@ pub fn validate_file(path: &Path) -> Result<Runtime, ConfigErrors> {
 
 fn read(path: &Path) -> Result<String, ConfigErrors> {
     std::fs::read_to_string(path).map_err(|e| {
-        ConfigErrors(vec![ConfigError::new("", format!("cannot read {}: {e}", path.display()))])
+        ConfigErrors(vec![ConfigError::new(
+            "",
+            format!("cannot read {}: {e}", path.display()),
+        )])
     })
 }
 
@@ -48,7 +53,7 @@ fn read(path: &Path) -> Result<String, ConfigErrors> {
 fn check_str(text: &str) -> Result<(ConfigFile, Runtime), ConfigErrors> {
     let doc: Table = text
         .parse()
-        .map_err(|e: toml::de::Error| ConfigErrors(vec![ConfigError::new("", format!("TOML syntax: {e}"))]))?;
+        .map_err(|e: toml::de::Error| ConfigErrors(vec![syntax_error(text, &e)]))?;
     let mut parser = Parser::default();
     let file = parser.document(&doc);
     let built = build_at(&file.tables, &parser.origins);
@@ -63,6 +68,31 @@ fn check_str(text: &str) -> Result<(ConfigFile, Runtime), ConfigErrors> {
     }
 }
 
+/// A one-line message (toml's own Display spans several lines, with a snippet).
+fn syntax_error(text: &str, e: &toml::de::Error) -> ConfigError {
+    let message = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let Some(offset) = e.span().map(|s| s.start) else {
+        return ConfigError::new("", format!("TOML syntax error: {message}"));
+    };
+    let end = (0..=offset.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let before = text.get(..end).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    ConfigError::new(
+        "",
+        format!("TOML syntax error at line {line}, column {column}: {message}"),
+    )
+}
+
 #[derive(Default)]
 struct Parser {
     errors: Vec<ConfigError>,
@@ -75,13 +105,21 @@ impl Parser {
     }
 
     fn document(&mut self, doc: &Table) -> ConfigFile {
-        let mut file = ConfigFile { datadir: None, tables: ConfigTables::default() };
+        let mut file = ConfigFile {
+            datadir: None,
+            tables: ConfigTables::default(),
+        };
         for (key, value) in doc {
             match key.as_str() {
                 "datadir" => match value {
-                    Value::String(s) if !s.trim().is_empty() => file.datadir = Some(PathBuf::from(s)),
+                    Value::String(s) if !s.trim().is_empty() => {
+                        file.datadir = Some(PathBuf::from(s))
+                    }
                     Value::String(_) => self.err(key, "must not be empty"),
-                    other => self.err(key, format!("expected a string, got {}", row::type_name(other))),
+                    other => self.err(
+                        key,
+                        format!("expected a string, got {}", row::type_name(other)),
+                    ),
                 },
                 "mysql_variables" => self.variables(key, value, &mut file.tables.mysql_variables),
                 "admin_variables" => self.variables(key, value, &mut file.tables.admin_variables),
@@ -116,7 +154,13 @@ impl Parser {
     /// `[mysql_variables]` / `[admin_variables]`: every key must be a known variable.
     fn variables(&mut self, section: &str, value: &Value, vars: &mut Variables) {
         let Value::Table(table) = value else {
-            self.err(section, format!("expected a table ([{section}]), got {}", row::type_name(value)));
+            self.err(
+                section,
+                format!(
+                    "expected a table ([{section}]), got {}",
+                    row::type_name(value)
+                ),
+            );
             return;
         };
         let mut seen: Vec<(&str, &str)> = Vec::new();
@@ -138,7 +182,10 @@ impl Parser {
                 other => {
                     self.err(
                         path,
-                        format!("expected a string, integer or boolean, got {} (quote it)", row::type_name(other)),
+                        format!(
+                            "expected a string, integer or boolean, got {} (quote it)",
+                            row::type_name(other)
+                        ),
                     );
                     continue;
                 }
@@ -158,7 +205,13 @@ impl Parser {
         mut parse: impl FnMut(&mut Row<'_>) -> Option<T>,
     ) -> (Vec<T>, Vec<usize>) {
         let Value::Array(items) = value else {
-            self.err(section, format!("expected an array of tables ([[{section}]]), got {}", row::type_name(value)));
+            self.err(
+                section,
+                format!(
+                    "expected an array of tables ([[{section}]]), got {}",
+                    row::type_name(value)
+                ),
+            );
             return (Vec::new(), Vec::new());
         };
         let mut rows = Vec::new();
@@ -166,7 +219,10 @@ impl Parser {
         for (i, item) in items.iter().enumerate() {
             let path = format!("{section}[{i}]");
             let Value::Table(table) = item else {
-                self.err(path, format!("expected a table, got {}", row::type_name(item)));
+                self.err(
+                    path,
+                    format!("expected a table, got {}", row::type_name(item)),
+                );
                 continue;
             };
             let mut r = Row::new(table, path, &mut self.errors);

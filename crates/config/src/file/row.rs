@@ -29,13 +29,20 @@ pub(super) struct Row<'a> {
 
 impl<'a> Row<'a> {
     pub(super) fn new(table: &'a Table, path: String, errors: &'a mut Vec<ConfigError>) -> Self {
-        Row { table, path, used: Vec::new(), errors, ok: true }
+        Row {
+            table,
+            path,
+            used: Vec::new(),
+            errors,
+            ok: true,
+        }
     }
 
     /// Records a problem with `key` of this row.
     pub(super) fn error(&mut self, key: &str, message: impl Into<String>) {
         self.ok = false;
-        self.errors.push(ConfigError::new(format!("{}.{key}", self.path), message));
+        self.errors
+            .push(ConfigError::new(format!("{}.{key}", self.path), message));
     }
 
     /// The value of the first key spelled like one of `names` (any case); a second spelling
@@ -81,12 +88,17 @@ impl<'a> Row<'a> {
 
     /// A string column with a default.
     pub(super) fn string_or(&mut self, names: &[&str], default: &str) -> String {
-        self.opt_string(names).unwrap_or_else(|| default.to_string())
+        self.opt_string(names)
+            .unwrap_or_else(|| default.to_string())
     }
 
     /// A string column that must be present.
     pub(super) fn required_string(&mut self, names: &[&str]) -> Option<String> {
-        if !self.table.keys().any(|k| names.iter().any(|n| n.eq_ignore_ascii_case(k))) {
+        if !self
+            .table
+            .keys()
+            .any(|k| names.iter().any(|n| n.eq_ignore_ascii_case(k)))
+        {
             self.missing(names);
             return None;
         }
@@ -106,7 +118,10 @@ impl<'a> Row<'a> {
                 }
             },
             other => {
-                self.error(key, format!("expected an integer, got {}", type_name(other)));
+                self.error(
+                    key,
+                    format!("expected an integer, got {}", type_name(other)),
+                );
                 return None;
             }
         };
@@ -119,7 +134,8 @@ impl<'a> Row<'a> {
 
     /// A nullable unsigned 32-bit column.
     pub(super) fn opt_u32(&mut self, names: &[&str]) -> Option<u32> {
-        self.int(names, 0, i64::from(u32::MAX)).and_then(|n| u32::try_from(n).ok())
+        self.int(names, 0, i64::from(u32::MAX))
+            .and_then(|n| u32::try_from(n).ok())
     }
 
     /// An unsigned 32-bit column with a default.
@@ -129,7 +145,11 @@ impl<'a> Row<'a> {
 
     /// An unsigned 32-bit column that must be present.
     pub(super) fn required_u32(&mut self, names: &[&str]) -> Option<u32> {
-        if !self.table.keys().any(|k| names.iter().any(|n| n.eq_ignore_ascii_case(k))) {
+        if !self
+            .table
+            .keys()
+            .any(|k| names.iter().any(|n| n.eq_ignore_ascii_case(k)))
+        {
             self.missing(names);
             return None;
         }
@@ -138,7 +158,8 @@ impl<'a> Row<'a> {
 
     /// A nullable port-sized column.
     pub(super) fn opt_u16(&mut self, names: &[&str]) -> Option<u16> {
-        self.int(names, 0, i64::from(u16::MAX)).and_then(|n| u16::try_from(n).ok())
+        self.int(names, 0, i64::from(u16::MAX))
+            .and_then(|n| u16::try_from(n).ok())
     }
 
     /// A port-sized column with a default.
@@ -148,12 +169,14 @@ impl<'a> Row<'a> {
 
     /// A nullable small column.
     pub(super) fn opt_u8(&mut self, names: &[&str]) -> Option<u8> {
-        self.int(names, 0, i64::from(u8::MAX)).and_then(|n| u8::try_from(n).ok())
+        self.int(names, 0, i64::from(u8::MAX))
+            .and_then(|n| u8::try_from(n).ok())
     }
 
     /// A nullable signed 32-bit column (flags).
     pub(super) fn opt_i32(&mut self, names: &[&str]) -> Option<i32> {
-        self.int(names, i64::from(i32::MIN), i64::from(i32::MAX)).and_then(|n| i32::try_from(n).ok())
+        self.int(names, i64::from(i32::MIN), i64::from(i32::MAX))
+            .and_then(|n| i32::try_from(n).ok())
     }
 
     /// A signed 32-bit column with a default.
@@ -177,7 +200,10 @@ impl<'a> Row<'a> {
                 Value::String(s) => format!("'{s}'"),
                 other => type_name(other).to_string(),
             };
-            self.error(key, format!("expected a boolean (0/1/true/false), got {got}"));
+            self.error(
+                key,
+                format!("expected a boolean (0/1/true/false), got {got}"),
+            );
         }
         b
     }

@@ -25,7 +25,15 @@ fn the_sample_file_parses() {
     let t = &f.tables;
     assert_eq!(t.mysql_servers.len(), 3);
     let s = &t.mysql_servers[0];
-    assert_eq!((s.hostgroup_id, s.hostname.as_str(), s.port, s.max_connections), (0, "10.0.0.1", 3306, 200));
+    assert_eq!(
+        (
+            s.hostgroup_id,
+            s.hostname.as_str(),
+            s.port,
+            s.max_connections
+        ),
+        (0, "10.0.0.1", 3306, 200)
+    );
     assert_eq!(s.comment, "primary");
     assert_eq!(t.mysql_servers[1].max_replication_lag, 10);
     assert!(t.mysql_servers[2].is_unix_socket());
@@ -37,7 +45,10 @@ fn the_sample_file_parses() {
     assert_eq!((r3.flag_in, r3.flag_out), (0, Some(10)));
     assert_eq!(r3.match_pattern.as_deref(), Some("^/\\* 0"));
     assert_eq!(r3.comment.as_deref(), Some("shard chain"));
-    assert_eq!(t.mysql_query_rules[3].error_msg.as_deref(), Some("not allowed through weir"));
+    assert_eq!(
+        t.mysql_query_rules[3].error_msg.as_deref(),
+        Some("not allowed through weir")
+    );
     assert_eq!(t.mysql_replication_hostgroups[0].comment, "cluster1");
     assert_eq!(t.mysql_variables.get("multiplexing"), Some("true"));
     assert_eq!(t.admin_variables.get("restapi_enabled"), Some("true"));
@@ -54,7 +65,13 @@ fn the_sample_file_parses() {
 #[test]
 fn an_empty_file_is_all_defaults() {
     let f = parse_config_str("").unwrap();
-    assert_eq!(f, ConfigFile { datadir: None, tables: ConfigTables::default() });
+    assert_eq!(
+        f,
+        ConfigFile {
+            datadir: None,
+            tables: ConfigTables::default()
+        }
+    );
 }
 
 #[test]
@@ -89,9 +106,15 @@ comment = "testkit"
     let rt = Runtime::build(&f.tables).unwrap();
     assert_eq!(rt.mysql.threads, 2);
     assert!(!rt.mysql.monitor_enabled);
-    assert_eq!(rt.mysql.interfaces, vec![ListenAddr::Tcp("127.0.0.1:7033".into())]);
+    assert_eq!(
+        rt.mysql.interfaces,
+        vec![ListenAddr::Tcp("127.0.0.1:7033".into())]
+    );
     assert_eq!(rt.mysql.connect_timeout_server, Duration::from_secs(3));
-    assert_eq!(rt.admin.mysql_ifaces, vec![ListenAddr::Tcp("127.0.0.1:7032".into())]);
+    assert_eq!(
+        rt.admin.mysql_ifaces,
+        vec![ListenAddr::Tcp("127.0.0.1:7032".into())]
+    );
     assert!(rt.frontend_users.contains_key("weir"));
 }
 
@@ -100,7 +123,18 @@ fn syntax_errors_are_one_error_with_a_location() {
     let e = errors("[mysql_variables\nthreads = 2\n");
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].0, "");
-    assert!(e[0].1.contains("TOML") && e[0].1.contains("line 1"), "{}", e[0].1);
+    assert!(
+        e[0].1.starts_with("TOML syntax error at line 1, column "),
+        "{}",
+        e[0].1
+    );
+    assert!(!e[0].1.contains('\n'), "{}", e[0].1);
+    let e = errors("threads = 2\n\nx = \"unterminated\n");
+    assert!(
+        e[0].1.starts_with("TOML syntax error at line 3, column "),
+        "{}",
+        e[0].1
+    );
 }
 
 #[test]
@@ -174,7 +208,12 @@ writer_hostgroup = 1
         ],
         "{e:#?}"
     );
-    let msg = |p: &str| e.iter().find(|(q, _)| q == p).map(|(_, m)| m.clone()).unwrap();
+    let msg = |p: &str| {
+        e.iter()
+            .find(|(q, _)| q == p)
+            .map(|(_, m)| m.clone())
+            .unwrap()
+    };
     assert!(msg("mysql_variables.threads").contains("out of range"));
     assert!(msg("mysql_servers[1].port").contains("0..=65535"));
     assert!(msg("mysql_servers[1].status").contains("'UP'"));
@@ -203,7 +242,15 @@ port = 0
 "#;
     let e = errors(text);
     let got: Vec<&str> = e.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(got, ["mysql_servers[1].port", "mysql_servers[2]", "mysql_servers[3].port"], "{e:#?}");
+    assert_eq!(
+        got,
+        [
+            "mysql_servers[1].port",
+            "mysql_servers[2]",
+            "mysql_servers[3].port"
+        ],
+        "{e:#?}"
+    );
     assert!(e[1].1.contains("already at mysql_servers[0]"), "{}", e[1].1);
 }
 
@@ -230,17 +277,31 @@ OK_msg = "ok"
 "#;
     let f = parse_config_str(text).unwrap();
     let s = &f.tables.mysql_servers;
-    assert_eq!((s[0].hostgroup_id, s[0].hostname.as_str(), s[0].port), (3, "a", 3306));
+    assert_eq!(
+        (s[0].hostgroup_id, s[0].hostname.as_str(), s[0].port),
+        (3, "a", 3306)
+    );
     assert_eq!((s[1].hostgroup_id, s[1].hostname.as_str()), (4, "b"));
     let r = &f.tables.mysql_query_rules;
-    assert_eq!((r[0].flag_in, r[0].flag_out, r[0].next_query_flag_in, r[0].mirror_flag_out), (1, Some(2), Some(3), Some(4)));
+    assert_eq!(
+        (
+            r[0].flag_in,
+            r[0].flag_out,
+            r[0].next_query_flag_in,
+            r[0].mirror_flag_out
+        ),
+        (1, Some(2), Some(3), Some(4))
+    );
     assert_eq!(r[0].ok_msg.as_deref(), Some("fine"));
     assert_eq!((r[1].flag_in, r[1].ok_msg.as_deref()), (5, Some("ok")));
 
     let e = errors("[[mysql_servers]]\naddress = \"a\"\nhostname = \"b\"\n");
     assert_eq!(e[0].0, "mysql_servers[0].hostname");
     assert!(e[0].1.contains("given twice"), "{}", e[0].1);
-    assert_eq!(paths("[mysql_variables]\nthreads = 2\nTHREADS = 3\n"), ["mysql_variables.THREADS"]);
+    assert_eq!(
+        paths("[mysql_variables]\nthreads = 2\nTHREADS = 3\n"),
+        ["mysql_variables.THREADS"]
+    );
 }
 
 #[test]
@@ -266,14 +327,23 @@ apply = 1
     assert_eq!(u.max_connections, 50);
     let r = &f.tables.mysql_query_rules[0];
     assert!(r.active && r.apply);
-    assert_eq!((r.cache_empty_result, r.log, r.sticky_conn), (Some(false), Some(true), None));
+    assert_eq!(
+        (r.cache_empty_result, r.log, r.sticky_conn),
+        (Some(false), Some(true), None)
+    );
 }
 
 #[test]
 fn rule_ids_autoincrement() {
-    let text = "[[mysql_query_rules]]\n[[mysql_query_rules]]\nrule_id = 10\n[[mysql_query_rules]]\n";
+    let text =
+        "[[mysql_query_rules]]\n[[mysql_query_rules]]\nrule_id = 10\n[[mysql_query_rules]]\n";
     let f = parse_config_str(text).unwrap();
-    let ids: Vec<u32> = f.tables.mysql_query_rules.iter().map(|r| r.rule_id).collect();
+    let ids: Vec<u32> = f
+        .tables
+        .mysql_query_rules
+        .iter()
+        .map(|r| r.rule_id)
+        .collect();
     assert_eq!(ids, [1, 10, 11]);
     assert_eq!(
         paths("[[mysql_query_rules]]\n[[mysql_query_rules]]\nrule_id = 1\n"),
@@ -288,7 +358,10 @@ fn sections_of_the_wrong_shape() {
         paths("mysql_servers = 1\nmysql_variables = [1]\n[mysql_users]\nusername = \"x\"\n"),
         ["mysql_servers", "mysql_variables", "mysql_users"]
     );
-    assert_eq!(paths("mysql_servers = [1, 2]\n"), ["mysql_servers[0]", "mysql_servers[1]"]);
+    assert_eq!(
+        paths("mysql_servers = [1, 2]\n"),
+        ["mysql_servers[0]", "mysql_servers[1]"]
+    );
 }
 
 #[test]
@@ -304,10 +377,16 @@ fn variables_accept_the_prefix_and_report_both_files_layers() {
 
 #[test]
 fn read_errors_have_an_empty_path() {
-    let e = load_config_file(Path::new("/nonexistent/weir.toml")).err().unwrap();
+    let e = load_config_file(Path::new("/nonexistent/weir.toml"))
+        .err()
+        .unwrap();
     assert_eq!(e.0.len(), 1);
     assert_eq!(e.0[0].path, "");
-    assert!(e.to_string().starts_with("cannot read /nonexistent/weir.toml"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("cannot read /nonexistent/weir.toml"),
+        "{e}"
+    );
     assert!(validate_file(Path::new("/nonexistent/weir.toml")).is_err());
 }
 
@@ -342,4 +421,26 @@ proptest! {
     ) {
         let _ = parse_config_str(&lines.join("\n"));
     }
+}
+
+/// The `check-config` example in docs/config-file.md shows these exact messages.
+#[test]
+fn the_manual_example_is_accurate() {
+    let text = r#"
+[mysql_variables]
+threads = 0
+[[mysql_servers]]
+address = "10.0.0.1"
+[[mysql_servers]]
+address = "10.0.0.2"
+port = 70000
+[[mysql_servers]]
+address = "10.0.0.1"
+"#;
+    let shown = parse_config_str(text).err().unwrap().to_string();
+    let doc = include_str!("../../../../docs/config-file.md");
+    for line in shown.lines() {
+        assert!(doc.contains(&format!("weir.toml: {line}\n")), "{line}");
+    }
+    assert_eq!(shown.lines().count(), 3);
 }

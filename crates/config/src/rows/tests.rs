@@ -21,11 +21,11 @@ fn anything_else_is_clear_text() {
         "",
         "secret",
         "*",
-        "2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19",   // no star
-        "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E1",   // 39 digits
+        "2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", // no star
+        "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E1", // 39 digits
         "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E190", // 41 digits
-        "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E1G",  // not hex
-        "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1É",    // multi-byte
+        "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E1G", // not hex
+        "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1É",  // multi-byte
     ] {
         assert_eq!(Password::parse(s), Password::Clear(s.to_string()), "{s}");
         assert_eq!(Password::parse(s).as_config_string(), s);
@@ -36,7 +36,10 @@ fn anything_else_is_clear_text() {
 fn password_debug_hides_secrets() {
     let dbg = format!("{:?}", Password::parse("hunter2"));
     assert!(!dbg.contains("hunter2"), "{dbg}");
-    let dbg = format!("{:?}", Password::parse("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"));
+    let dbg = format!(
+        "{:?}",
+        Password::parse("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19")
+    );
     assert!(!dbg.contains("2470"), "{dbg}");
 }
 
@@ -45,16 +48,29 @@ fn status_round_trips() {
     for st in ServerStatus::ALL {
         assert_eq!(st.to_string().parse::<ServerStatus>(), Ok(st));
     }
-    assert_eq!("offline_soft".parse::<ServerStatus>(), Ok(ServerStatus::OfflineSoft));
+    assert_eq!(
+        "offline_soft".parse::<ServerStatus>(),
+        Ok(ServerStatus::OfflineSoft)
+    );
     assert_eq!(" ONLINE ".parse::<ServerStatus>(), Ok(ServerStatus::Online));
-    let err = "UP".parse::<ServerStatus>().err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(err.contains("'UP'") && err.contains("OFFLINE_HARD"), "{err}");
+    let err = "UP"
+        .parse::<ServerStatus>()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("'UP'") && err.contains("OFFLINE_HARD"),
+        "{err}"
+    );
 }
 
 #[test]
 fn row_defaults_follow_the_tables() {
     let s = ServerRow::new(0, "db1", 3306);
-    assert_eq!((s.weight, s.max_connections, s.status), (1, 1000, ServerStatus::Online));
+    assert_eq!(
+        (s.weight, s.max_connections, s.status),
+        (1, 1000, ServerStatus::Online)
+    );
     let u = UserRow::new("app", Password::default());
     assert!(u.active && u.frontend && u.backend && u.transaction_persistent);
     assert_eq!(u.max_connections, 10000);

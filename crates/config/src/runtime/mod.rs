@@ -7,7 +7,9 @@ mod checks;
 mod tests;
 
 use crate::error::{ConfigError, ConfigErrors};
-use crate::rows::{ConfigTables, Password, QueryRuleRow, ReplicationHostgroupRow, ServerRow, UserRow};
+use crate::rows::{
+    ConfigTables, Password, QueryRuleRow, ReplicationHostgroupRow, ServerRow, UserRow,
+};
 use crate::typed::{AdminVariables, MysqlVariables};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,14 +111,25 @@ pub(crate) fn origin(origins: &[usize], i: usize) -> usize {
     origins.get(i).copied().unwrap_or(i)
 }
 
-pub(crate) fn build_at(tables: &ConfigTables, origins: &RowOrigins) -> Result<Runtime, ConfigErrors> {
+pub(crate) fn build_at(
+    tables: &ConfigTables,
+    origins: &RowOrigins,
+) -> Result<Runtime, ConfigErrors> {
     let mut errors: Vec<ConfigError> = Vec::new();
-    let mysql = MysqlVariables::from_variables(&tables.mysql_variables).map_err(|e| errors.extend(e)).ok();
-    let admin = AdminVariables::from_variables(&tables.admin_variables).map_err(|e| errors.extend(e)).ok();
+    let mysql = MysqlVariables::from_variables(&tables.mysql_variables)
+        .map_err(|e| errors.extend(e))
+        .ok();
+    let admin = AdminVariables::from_variables(&tables.admin_variables)
+        .map_err(|e| errors.extend(e))
+        .ok();
     checks::servers(&tables.mysql_servers, &origins.servers, &mut errors);
     checks::users(&tables.mysql_users, &origins.users, &mut errors);
     checks::query_rules(&tables.mysql_query_rules, &origins.rules, &mut errors);
-    checks::replication_hostgroups(&tables.mysql_replication_hostgroups, &origins.replication, &mut errors);
+    checks::replication_hostgroups(
+        &tables.mysql_replication_hostgroups,
+        &origins.replication,
+        &mut errors,
+    );
     let (Some(mysql), Some(admin), true) = (mysql, admin, errors.is_empty()) else {
         return Err(ConfigErrors(errors));
     };
@@ -133,7 +146,12 @@ pub(crate) fn build_at(tables: &ConfigTables, origins: &RowOrigins) -> Result<Ru
             backend_users.insert(row.username.clone(), user);
         }
     }
-    let mut query_rules: Vec<QueryRuleRow> = tables.mysql_query_rules.iter().filter(|r| r.active).cloned().collect();
+    let mut query_rules: Vec<QueryRuleRow> = tables
+        .mysql_query_rules
+        .iter()
+        .filter(|r| r.active)
+        .cloned()
+        .collect();
     query_rules.sort_by_key(|r| r.rule_id);
 
     Ok(Runtime {

@@ -2,9 +2,6 @@ use super::*;
 use crate::rows::ServerStatus;
 
 fn tables() -> ConfigTables {
-    let mut t = ConfigTables::default();
-    t.mysql_servers = vec![ServerRow::new(0, "db1", 3306), ServerRow::new(1, "db2", 3306)];
-    t.mysql_users = vec![UserRow::new("app", Password::parse("secret"))];
     let mut r1 = QueryRuleRow::new(20);
     r1.active = true;
     r1.match_digest = Some("^SELECT".into());
@@ -14,9 +11,16 @@ fn tables() -> ConfigTables {
     r2.match_digest = Some("^SELECT.*FOR UPDATE$".into());
     r2.destination_hostgroup = Some(0);
     let inactive = QueryRuleRow::new(5);
-    t.mysql_query_rules = vec![r1, r2, inactive];
-    t.mysql_replication_hostgroups = vec![ReplicationHostgroupRow::new(0, 1)];
-    t
+    ConfigTables {
+        mysql_servers: vec![
+            ServerRow::new(0, "db1", 3306),
+            ServerRow::new(1, "db2", 3306),
+        ],
+        mysql_users: vec![UserRow::new("app", Password::parse("secret"))],
+        mysql_query_rules: vec![r1, r2, inactive],
+        mysql_replication_hostgroups: vec![ReplicationHostgroupRow::new(0, 1)],
+        ..ConfigTables::default()
+    }
 }
 
 fn paths(e: &ConfigErrors) -> Vec<&str> {
@@ -27,7 +31,11 @@ fn paths(e: &ConfigErrors) -> Vec<&str> {
 fn builds_a_valid_set() {
     let rt = Runtime::build(&tables());
     let Ok(rt) = rt else { panic!("{rt:?}") };
-    assert_eq!(rt.query_rules.iter().map(|r| r.rule_id).collect::<Vec<_>>(), vec![10, 20], "active, sorted");
+    assert_eq!(
+        rt.query_rules.iter().map(|r| r.rule_id).collect::<Vec<_>>(),
+        vec![10, 20],
+        "active, sorted"
+    );
     assert!(rt.frontend_users.contains_key("app") && rt.backend_users.contains_key("app"));
     assert_eq!(rt.servers.len(), 2);
     assert_eq!(rt.mysql.threads, 4);
@@ -47,8 +55,14 @@ fn user_maps_follow_active_frontend_backend() {
     t.mysql_users.extend([front, back, off]);
     let rt = Runtime::build(&t);
     let Ok(rt) = rt else { panic!("{rt:?}") };
-    assert_eq!(rt.frontend_users.get("split").map(|u| u.password.clone()), Some(Password::parse("a")));
-    assert_eq!(rt.backend_users.get("split").map(|u| u.password.clone()), Some(Password::parse("b")));
+    assert_eq!(
+        rt.frontend_users.get("split").map(|u| u.password.clone()),
+        Some(Password::parse("a"))
+    );
+    assert_eq!(
+        rt.backend_users.get("split").map(|u| u.password.clone()),
+        Some(Password::parse("b"))
+    );
     assert!(!rt.frontend_users.contains_key("off") && !rt.backend_users.contains_key("off"));
 }
 
@@ -70,10 +84,18 @@ fn server_constraints() {
     let e = Runtime::build(&t).err().unwrap_or_default();
     assert_eq!(
         paths(&e),
-        ["mysql_servers[2]", "mysql_servers[4].port", "mysql_servers[5].hostname", "mysql_servers[6].weight"],
+        [
+            "mysql_servers[2]",
+            "mysql_servers[4].port",
+            "mysql_servers[5].hostname",
+            "mysql_servers[6].weight"
+        ],
         "{e}"
     );
-    assert!(e.0[0].message.contains("already at mysql_servers[0]"), "{e}");
+    assert!(
+        e.0[0].message.contains("already at mysql_servers[0]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -85,9 +107,22 @@ fn user_keys() {
     fe_only.backend = false;
     let mut fe_only2 = UserRow::new("x", Password::default());
     fe_only2.backend = true;
-    t.mysql_users.extend([split, fe_only, fe_only2, UserRow::new("", Password::default())]);
+    t.mysql_users.extend([
+        split,
+        fe_only,
+        fe_only2,
+        UserRow::new("", Password::default()),
+    ]);
     let e = Runtime::build(&t).err().unwrap_or_default();
-    assert_eq!(paths(&e), ["mysql_users[1]", "mysql_users[3]", "mysql_users[4].username"], "{e}");
+    assert_eq!(
+        paths(&e),
+        [
+            "mysql_users[1]",
+            "mysql_users[3]",
+            "mysql_users[4].username"
+        ],
+        "{e}"
+    );
     assert!(e.0[0].message.contains("backend"), "{e}");
     assert!(e.0[1].message.contains("frontend"), "{e}");
 }
@@ -162,7 +197,11 @@ fn variable_errors_are_reported_with_rows() {
     assert_eq!(t.admin_variables.set("admin_credentials", ""), Ok(()));
     t.mysql_servers.push(ServerRow::new(0, "db1", 3306));
     let e = Runtime::build(&t).err().unwrap_or_default();
-    assert_eq!(paths(&e), ["admin_variables.admin_credentials", "mysql_servers[2]"], "{e}");
+    assert_eq!(
+        paths(&e),
+        ["admin_variables.admin_credentials", "mysql_servers[2]"],
+        "{e}"
+    );
 }
 
 #[test]
@@ -173,12 +212,17 @@ fn warnings_for_hostgroups_without_servers() {
     let mut u = UserRow::new("reporting", Password::default());
     u.default_hostgroup = 42;
     t.mysql_users.push(u);
-    t.mysql_users.push(UserRow::new("admin", Password::default()));
+    t.mysql_users
+        .push(UserRow::new("admin", Password::default()));
     let rt = Runtime::build(&t);
     let Ok(rt) = rt else { panic!("{rt:?}") };
     assert_eq!(rt.warnings.len(), 3, "{:?}", rt.warnings);
     assert!(rt.warnings[0].contains("default_hostgroup 42"));
-    assert!(rt.warnings[1].contains("destination_hostgroup 1"), "rule 20 routes to 1: {:?}", rt.warnings);
+    assert!(
+        rt.warnings[1].contains("destination_hostgroup 1"),
+        "rule 20 routes to 1: {:?}",
+        rt.warnings
+    );
     assert!(rt.warnings[2].contains("admin user 'admin'"));
 }
 

@@ -1,209 +1,17 @@
 //! Typed views of the variables, built once per load and read on the hot path:
 //! durations instead of millisecond integers, parsed listener and credential lists.
 
+mod lists;
+mod reader;
 #[cfg(test)]
 mod tests;
 
+pub use lists::{parse_credentials, parse_interfaces, ListenAddr};
+
 use crate::error::ConfigError;
-use crate::vars::{parse_bool, Variables};
-use std::fmt;
-use std::path::PathBuf;
+use crate::vars::Variables;
+use reader::Reader;
 use std::time::Duration;
-
-/// One listening address.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ListenAddr {
-    /// `host:port`, ready for `TcpListener::bind` (IPv6 hosts are bracketed: `[::]:6033`).
-    Tcp(String),
-    /// A Unix socket path.
-    Unix(PathBuf),
-}
-
-impl fmt::Display for ListenAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ListenAddr::Tcp(hp) => f.write_str(hp),
-            ListenAddr::Unix(p) => write!(f, "{}", p.display()),
-        }
-    }
-}
-
-/// Parses an interface list such as `0.0.0.0:6033;[::1]:6033;/tmp/weir.sock`.
-///
-/// Entries are separated by `;` (`,` is accepted too); empty entries are ignored; entries
-/// starting with `/` are Unix socket paths; others are `host:port`, where an IPv6 host may be
-/// written bare (`:::6033`) or bracketed (`[::]:6033`). Port 0 asks the OS for a free port.
-pub fn parse_interfaces(s: &str) -> Result<Vec<ListenAddr>, String> {
-    let mut out: Vec<ListenAddr> = Vec::new();
-    for entry in s.split([';', ',']).map(str::trim).filter(|e| !e.is_empty()) {
-        let addr = parse_one_interface(entry)?;
-        if out.contains(&addr) {
-            return Err(format!("'{entry}' is listed twice"));
-        }
-        out.push(addr);
-    }
-    Ok(out)
-}
-
-fn parse_one_interface(entry: &str) -> Result<ListenAddr, String> {
-    if entry.starts_with('/') {
-        return Ok(ListenAddr::Unix(PathBuf::from(entry)));
-    }
-    let Some((host, port)) = entry.rsplit_once(':') else {
-        return Err(format!("'{entry}': expected host:port or an absolute Unix socket path"));
-    };
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("'{entry}': invalid port '{port}' (expected 0..=65535)"))?;
-    if host.is_empty() || host == "[]" {
-        return Err(format!("'{entry}': missing host"));
-    }
-    if host.chars().any(char::is_whitespace) {
-        return Err(format!("'{entry}': the host contains spaces"));
-    }
-    let bracketed = host.starts_with('[') || host.ends_with(']');
-    if bracketed && !(host.starts_with('[') && host.ends_with(']')) {
-        return Err(format!("'{entry}': unbalanced brackets around the host"));
-    }
-    let host = if !bracketed && host.contains(':') { format!("[{host}]") } else { host.to_string() };
-    Ok(ListenAddr::Tcp(format!("{host}:{port}")))
-}
-
-/// Parses a credential list `user:pass;user2:pass2`. Empty entries are ignored; the password
-/// is everything after the first `:` of an entry. Messages never include passwords.
-pub fn parse_credentials(s: &str) -> Result<Vec<(String, String)>, String> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (n, entry) in s.split(';').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
-        let n = n + 1;
-        let Some((user, pass)) = entry.split_once(':') else {
-            return Err(format!("credential {n} has no ':' between user and password"));
-        };
-        if user.is_empty() {
-            return Err(format!("credential {n} has an empty user name"));
-        }
-        if pass.is_empty() {
-            return Err(format!("credential {n} (user '{user}') has an empty password"));
-        }
-        if out.iter().any(|(u, _)| u == user) {
-            return Err(format!("user '{user}' is listed twice"));
-        }
-        out.push((user.to_string(), pass.to_string()));
-    }
-    Ok(out)
-}
-
-/// Reads typed values out of [`Variables`], recording a located error for anything unusable.
-struct Reader<'a> {
-    vars: &'a Variables,
-    section: &'static str,
-    errors: Vec<ConfigError>,
-}
-
-impl<'a> Reader<'a> {
-    fn new(vars: &'a Variables, section: &'static str) -> Self {
-        Reader { vars, section, errors: Vec::new() }
-    }
-
-    fn err(&mut self, name: &str, message: impl Into<String>) {
-        self.errors.push(ConfigError::new(format!("{}.{name}", self.section), message));
-    }
-
-    fn raw(&mut self, name: &str) -> Option<&'a str> {
-        let v = self.vars.get(name);
-        if v.is_none() {
-            self.err(name, "variable missing from the registry");
-        }
-        v
-    }
-
-    fn int(&mut self, name: &str, min: i64, max: i64) -> Option<i64> {
-        let raw = self.raw(name)?;
-        match raw.trim().parse::<i64>() {
-            Ok(n) if (min..=max).contains(&n) => Some(n),
-            Ok(n) => {
-                self.err(name, format!("value {n} out of range: expected {min}..={max}"));
-                None
-            }
-            Err(_) => {
-                self.err(name, format!("invalid value '{raw}': expected an integer"));
-                None
-            }
-        }
-    }
-
-    fn u32(&mut self, name: &str) -> u32 {
-        self.int(name, 0, i64::from(u32::MAX)).and_then(|n| u32::try_from(n).ok()).unwrap_or(0)
-    }
-
-    fn u16(&mut self, name: &str) -> u16 {
-        self.int(name, 0, i64::from(u16::MAX)).and_then(|n| u16::try_from(n).ok()).unwrap_or(0)
-    }
-
-    fn usize(&mut self, name: &str) -> usize {
-        self.int(name, 0, i64::from(u32::MAX)).and_then(|n| usize::try_from(n).ok()).unwrap_or(0)
-    }
-
-    fn ms(&mut self, name: &str) -> Duration {
-        self.int(name, 0, i64::MAX).and_then(|n| u64::try_from(n).ok()).map(Duration::from_millis).unwrap_or_default()
-    }
-
-    /// `None` when the variable is 0 ("off"/"no limit").
-    fn opt_ms(&mut self, name: &str) -> Option<Duration> {
-        Some(self.ms(name)).filter(|d| !d.is_zero())
-    }
-
-    fn secs(&mut self, name: &str) -> Duration {
-        self.int(name, 0, i64::MAX).and_then(|n| u64::try_from(n).ok()).map(Duration::from_secs).unwrap_or_default()
-    }
-
-    fn bool(&mut self, name: &str) -> bool {
-        let Some(raw) = self.raw(name) else { return false };
-        parse_bool(raw).unwrap_or_else(|| {
-            self.err(name, format!("invalid value '{raw}': expected a boolean"));
-            false
-        })
-    }
-
-    fn string(&mut self, name: &str) -> String {
-        self.raw(name).unwrap_or_default().to_string()
-    }
-
-    /// `None` when the variable is empty.
-    fn opt_string(&mut self, name: &str) -> Option<String> {
-        Some(self.string(name)).filter(|s| !s.is_empty())
-    }
-
-    fn ifaces(&mut self, name: &str) -> Vec<ListenAddr> {
-        let Some(raw) = self.raw(name) else { return Vec::new() };
-        match parse_interfaces(raw) {
-            Ok(list) if list.is_empty() => {
-                self.err(name, "expected at least one address (host:port or /socket/path)");
-                list
-            }
-            Ok(list) => list,
-            Err(e) => {
-                self.err(name, e);
-                Vec::new()
-            }
-        }
-    }
-
-    fn credentials(&mut self, name: &str) -> Vec<(String, String)> {
-        let Some(raw) = self.raw(name) else { return Vec::new() };
-        parse_credentials(raw).unwrap_or_else(|e| {
-            self.err(name, e);
-            Vec::new()
-        })
-    }
-
-    fn finish<T>(self, value: T) -> Result<T, Vec<ConfigError>> {
-        if self.errors.is_empty() {
-            Ok(value)
-        } else {
-            Err(self.errors)
-        }
-    }
-}
 
 /// The `mysql-*` variables, typed. Field names follow the variables; where a variable name
 /// carries its unit (`_ms`, `_msec`, `_sec`, `_MB`) the field drops it and uses `Duration`.
@@ -399,7 +207,8 @@ impl MysqlVariables {
             enable_client_deprecate_eof: r.bool("enable_client_deprecate_eof"),
             enable_server_deprecate_eof: r.bool("enable_server_deprecate_eof"),
             enable_load_data_local_infile: r.bool("enable_load_data_local_infile"),
-            kill_backend_connection_when_disconnect: r.bool("kill_backend_connection_when_disconnect"),
+            kill_backend_connection_when_disconnect: r
+                .bool("kill_backend_connection_when_disconnect"),
             max_allowed_packet: r.u32("max_allowed_packet"),
             threshold_query_length: r.u32("threshold_query_length"),
             threshold_resultset_size: r.u32("threshold_resultset_size"),
@@ -428,7 +237,8 @@ impl MysqlVariables {
             shun_recovery_time: r.secs("shun_recovery_time_sec"),
             multiplexing: r.bool("multiplexing"),
             auto_increment_delay_multiplex: r.u32("auto_increment_delay_multiplex"),
-            auto_increment_delay_multiplex_timeout: r.opt_ms("auto_increment_delay_multiplex_timeout_ms"),
+            auto_increment_delay_multiplex_timeout: r
+                .opt_ms("auto_increment_delay_multiplex_timeout_ms"),
             connection_delay_multiplex: r.ms("connection_delay_multiplex_ms"),
             connection_max_age: r.opt_ms("connection_max_age_ms"),
             free_connections_pct: r.u32("free_connections_pct"),
@@ -532,17 +342,26 @@ impl AdminVariables {
             cluster_username: r.opt_string("cluster_username"),
             cluster_password: r.string("cluster_password"),
         };
-        let creds_parsed = !r.errors.iter().any(|e| e.path.ends_with(".admin_credentials"));
+        let creds_parsed = !r
+            .errors
+            .iter()
+            .any(|e| e.path.ends_with(".admin_credentials"));
         if value.admin_credentials.is_empty() && creds_parsed {
             r.err("admin_credentials", "at least one admin user is required");
         }
         for (user, _) in &value.stats_credentials {
             if value.admin_credentials.iter().any(|(u, _)| u == user) {
-                r.err("stats_credentials", format!("user '{user}' is also in admin_credentials"));
+                r.err(
+                    "stats_credentials",
+                    format!("user '{user}' is also in admin_credentials"),
+                );
             }
         }
         if value.web_enabled && value.restapi_enabled && value.web_port == value.restapi_port {
-            r.err("restapi_port", format!("port {} is also web_port", value.restapi_port));
+            r.err(
+                "restapi_port",
+                format!("port {} is also web_port", value.restapi_port),
+            );
         }
         r.finish(value)
     }

@@ -38,9 +38,9 @@ impl VarKind {
     /// Validates `value` and returns the form to store, or why it is refused.
     pub fn normalize(&self, value: &str) -> Result<String, String> {
         match *self {
-            VarKind::Bool => parse_bool(value)
-                .map(|b| b.to_string())
-                .ok_or_else(|| format!("invalid value '{value}': expected a boolean (true/false/1/0/on/off)")),
+            VarKind::Bool => parse_bool(value).map(|b| b.to_string()).ok_or_else(|| {
+                format!("invalid value '{value}': expected a boolean (true/false/1/0/on/off)")
+            }),
             VarKind::Int { min, max } => {
                 let n: i64 = value
                     .trim()
@@ -58,13 +58,21 @@ impl VarKind {
                     .iter()
                     .find(|c| c.eq_ignore_ascii_case(t))
                     .map(|c| (*c).to_string())
-                    .ok_or_else(|| format!("invalid value '{value}': expected one of {}", choices.join(", ")))
+                    .ok_or_else(|| {
+                        format!(
+                            "invalid value '{value}': expected one of {}",
+                            choices.join(", ")
+                        )
+                    })
             }
             VarKind::Interfaces => {
                 let t = value.trim();
-                let list = parse_interfaces(t).map_err(|e| format!("invalid value '{value}': {e}"))?;
+                let list =
+                    parse_interfaces(t).map_err(|e| format!("invalid value '{value}': {e}"))?;
                 if list.is_empty() {
-                    return Err("expected at least one address (host:port or /socket/path)".to_string());
+                    return Err(
+                        "expected at least one address (host:port or /socket/path)".to_string()
+                    );
                 }
                 Ok(t.to_string())
             }
@@ -94,9 +102,15 @@ impl VarKind {
 /// Reads a boolean the way ProxySQL's admin does, plus `on`/`off`.
 pub(crate) fn parse_bool(value: &str) -> Option<bool> {
     let t = value.trim();
-    if ["true", "1", "on"].iter().any(|w| w.eq_ignore_ascii_case(t)) {
+    if ["true", "1", "on"]
+        .iter()
+        .any(|w| w.eq_ignore_ascii_case(t))
+    {
         Some(true)
-    } else if ["false", "0", "off"].iter().any(|w| w.eq_ignore_ascii_case(t)) {
+    } else if ["false", "0", "off"]
+        .iter()
+        .any(|w| w.eq_ignore_ascii_case(t))
+    {
         Some(false)
     } else {
         None
@@ -119,19 +133,44 @@ pub struct VarSpec {
 }
 
 impl VarSpec {
-    pub(crate) const fn new(name: &'static str, kind: VarKind, default: &'static str, doc: &'static str) -> Self {
-        VarSpec { name, kind, default, live: true, doc }
+    pub(crate) const fn new(
+        name: &'static str,
+        kind: VarKind,
+        default: &'static str,
+        doc: &'static str,
+    ) -> Self {
+        VarSpec {
+            name,
+            kind,
+            default,
+            live: true,
+            doc,
+        }
     }
 
-    pub(crate) const fn boolean(name: &'static str, default: &'static str, doc: &'static str) -> Self {
+    pub(crate) const fn boolean(
+        name: &'static str,
+        default: &'static str,
+        doc: &'static str,
+    ) -> Self {
         Self::new(name, VarKind::Bool, default, doc)
     }
 
-    pub(crate) const fn int(name: &'static str, default: &'static str, min: i64, max: i64, doc: &'static str) -> Self {
+    pub(crate) const fn int(
+        name: &'static str,
+        default: &'static str,
+        min: i64,
+        max: i64,
+        doc: &'static str,
+    ) -> Self {
         Self::new(name, VarKind::Int { min, max }, default, doc)
     }
 
-    pub(crate) const fn string(name: &'static str, default: &'static str, doc: &'static str) -> Self {
+    pub(crate) const fn string(
+        name: &'static str,
+        default: &'static str,
+        doc: &'static str,
+    ) -> Self {
         Self::new(name, VarKind::Str, default, doc)
     }
 
@@ -172,7 +211,11 @@ impl Variables {
     }
 
     fn defaults(prefix: &'static str, specs: &'static [VarSpec]) -> Self {
-        Variables { prefix, specs, values: specs.iter().map(|s| s.default.to_string()).collect() }
+        Variables {
+            prefix,
+            specs,
+            values: specs.iter().map(|s| s.default.to_string()).collect(),
+        }
     }
 
     /// The prefix of these variables' full names (`mysql-` or `admin-`).
@@ -188,7 +231,9 @@ impl Variables {
     /// Position of `name` (with or without prefix, any case) in the spec table.
     fn index(&self, name: &str) -> Option<usize> {
         let bare = strip_prefix_ci(name.trim(), self.prefix);
-        self.specs.iter().position(|s| s.name.eq_ignore_ascii_case(bare))
+        self.specs
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(bare))
     }
 
     /// The spec of `name` (with or without prefix, any case).
@@ -199,16 +244,24 @@ impl Variables {
 
     /// The normalized value of `name` (with or without prefix, any case).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.index(name).and_then(|i| self.values.get(i)).map(String::as_str)
+        self.index(name)
+            .and_then(|i| self.values.get(i))
+            .map(String::as_str)
     }
 
     /// Validates `value` against the spec of `name` and stores its normalized form.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let Some(i) = self.index(name) else {
-            return Err(format!("unknown variable '{}'", full_name(self.prefix, name)));
+            return Err(format!(
+                "unknown variable '{}'",
+                full_name(self.prefix, name)
+            ));
         };
         let (Some(spec), Some(slot)) = (self.specs.get(i), self.values.get_mut(i)) else {
-            return Err(format!("unknown variable '{}'", full_name(self.prefix, name)));
+            return Err(format!(
+                "unknown variable '{}'",
+                full_name(self.prefix, name)
+            ));
         };
         *slot = spec.kind.normalize(value)?;
         Ok(())
@@ -225,7 +278,10 @@ impl Variables {
 
     /// `(name without prefix, value)` of every variable, in spec order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.specs.iter().zip(&self.values).map(|(s, v)| (s.name, v.as_str()))
+        self.specs
+            .iter()
+            .zip(&self.values)
+            .map(|(s, v)| (s.name, v.as_str()))
     }
 }
 

@@ -9,7 +9,12 @@ const WEEK_MS: i64 = 7 * DAY_MS;
 const I32_MAX: i64 = i32::MAX as i64;
 const U32_MAX: i64 = u32::MAX as i64;
 
-const ISOLATION_LEVELS: &[&str] = &["READ UNCOMMITTED", "READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"];
+const ISOLATION_LEVELS: &[&str] = &[
+    "READ UNCOMMITTED",
+    "READ COMMITTED",
+    "REPEATABLE READ",
+    "SERIALIZABLE",
+];
 const SESSION_TRACK_GTIDS: &[&str] = &["OFF", "OWN_GTID", "ALL_GTIDS"];
 
 /// Every `mysql-*` variable (names without the prefix), in `SHOW MYSQL VARIABLES` order.
@@ -36,7 +41,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     VarSpec::int("client_host_cache_size", "0", 0, 1_048_576, "Entries of the client-host error cache; 0 = off."),
     VarSpec::int("client_host_error_counts", "0", 0, 1_048_576, "Failed connections after which a client host is refused; 0 = off."),
     // --- client connections
-    VarSpec::int("connect_timeout_client", "10000", 500, HOUR_MS, "Time a client has to complete the handshake, in ms."),
+    VarSpec::int("connect_timeout_client", "10000", 100, HOUR_MS, "Time a client has to complete the handshake, in ms."),
     VarSpec::int("wait_timeout", "28800000", 0, 20 * DAY_MS, "Idle client connections are closed after this many ms."),
     VarSpec::int("max_transaction_idle_time", "14400000", 1000, 20 * DAY_MS, "A transaction idle this many ms is killed."),
     VarSpec::int("max_transaction_time", "14400000", 1000, 20 * DAY_MS, "A transaction open this many ms is killed."),

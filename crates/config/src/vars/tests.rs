@@ -3,11 +3,23 @@ use std::collections::HashSet;
 
 #[test]
 fn every_default_is_valid_and_normalized() {
-    for (prefix, specs) in [("mysql-", MYSQL_VARIABLE_SPECS), ("admin-", ADMIN_VARIABLE_SPECS)] {
+    for (prefix, specs) in [
+        ("mysql-", MYSQL_VARIABLE_SPECS),
+        ("admin-", ADMIN_VARIABLE_SPECS),
+    ] {
         let mut names = HashSet::new();
         for s in specs {
-            assert!(names.insert(s.name.to_ascii_lowercase()), "{prefix}{} listed twice", s.name);
-            assert_eq!(s.kind.normalize(s.default).as_deref(), Ok(s.default), "{prefix}{}", s.name);
+            assert!(
+                names.insert(s.name.to_ascii_lowercase()),
+                "{prefix}{} listed twice",
+                s.name
+            );
+            assert_eq!(
+                s.kind.normalize(s.default).as_deref(),
+                Ok(s.default),
+                "{prefix}{}",
+                s.name
+            );
             assert!(!s.doc.is_empty(), "{prefix}{} has no doc", s.name);
             assert!(!s.name.starts_with(prefix), "{} carries its prefix", s.name);
             if let VarKind::Int { min, max } = s.kind {
@@ -75,7 +87,14 @@ fn compat_variables_are_present_with_their_defaults() {
 #[test]
 fn booleans_normalize() {
     let mut v = Variables::mysql_defaults();
-    for (input, out) in [("OFF", "false"), ("on", "true"), ("0", "false"), ("1", "true"), (" True ", "true"), ("FALSE", "false")] {
+    for (input, out) in [
+        ("OFF", "false"),
+        ("on", "true"),
+        ("0", "false"),
+        ("1", "true"),
+        (" True ", "true"),
+        ("FALSE", "false"),
+    ] {
         assert_eq!(v.set("multiplexing", input), Ok(()), "{input}");
         assert_eq!(v.get("multiplexing"), Some(out), "{input}");
     }
@@ -83,7 +102,11 @@ fn booleans_normalize() {
         let e = v.set("multiplexing", bad).err().unwrap_or_default();
         assert!(e.contains("boolean"), "{bad}: {e}");
     }
-    assert_eq!(v.get("multiplexing"), Some("false"), "a refused value changes nothing");
+    assert_eq!(
+        v.get("multiplexing"),
+        Some("false"),
+        "a refused value changes nothing"
+    );
 }
 
 #[test]
@@ -110,7 +133,9 @@ fn names_are_case_insensitive_and_may_carry_the_prefix() {
     assert_eq!(v.set("query_cache_size_mb", "64"), Ok(()));
     assert_eq!(v.get("mysql-query_cache_size_MB"), Some("64"));
     // iter() uses the canonical spelling.
-    assert!(v.iter().any(|(n, val)| n == "query_cache_size_MB" && val == "64"));
+    assert!(v
+        .iter()
+        .any(|(n, val)| n == "query_cache_size_MB" && val == "64"));
     assert_eq!(v.prefix(), "mysql-");
     // The other prefix is not stripped.
     assert_eq!(v.get("admin-threads"), None);
@@ -119,10 +144,19 @@ fn names_are_case_insensitive_and_may_carry_the_prefix() {
 #[test]
 fn unknown_variables_are_refused() {
     let mut v = Variables::mysql_defaults();
-    assert_eq!(v.set("no_such_thing", "1"), Err("unknown variable 'mysql-no_such_thing'".to_string()));
-    assert_eq!(v.set("mysql-no_such_thing", "1"), Err("unknown variable 'mysql-no_such_thing'".to_string()));
+    assert_eq!(
+        v.set("no_such_thing", "1"),
+        Err("unknown variable 'mysql-no_such_thing'".to_string())
+    );
+    assert_eq!(
+        v.set("mysql-no_such_thing", "1"),
+        Err("unknown variable 'mysql-no_such_thing'".to_string())
+    );
     let mut a = Variables::admin_defaults();
-    assert_eq!(a.set("threads", "1"), Err("unknown variable 'admin-threads'".to_string()));
+    assert_eq!(
+        a.set("threads", "1"),
+        Err("unknown variable 'admin-threads'".to_string())
+    );
     assert_eq!(v.get("nope"), None);
     assert!(v.reset("nope").is_err());
 }
@@ -134,15 +168,28 @@ fn enums_strings_lists() {
     assert_eq!(v.get("default_isolation_level"), Some("REPEATABLE READ"));
     assert!(v.set("default_isolation_level", "chaos").is_err());
     assert_eq!(v.set("server_version", " 5.7.99 "), Ok(()));
-    assert_eq!(v.get("server_version"), Some(" 5.7.99 "), "strings are kept as given");
+    assert_eq!(
+        v.get("server_version"),
+        Some(" 5.7.99 "),
+        "strings are kept as given"
+    );
     assert_eq!(v.set("interfaces", "127.0.0.1:1;/tmp/a.sock"), Ok(()));
     assert!(v.set("interfaces", "127.0.0.1:notaport").is_err());
     assert!(v.set("interfaces", " ; ").is_err());
     let mut a = Variables::admin_defaults();
-    assert_eq!(a.set("admin_credentials", "admin:admin;radmin:s3cret"), Ok(()));
-    let e = a.set("admin_credentials", "admin:admin;radmin").err().unwrap_or_default();
+    assert_eq!(
+        a.set("admin_credentials", "admin:admin;radmin:s3cret"),
+        Ok(())
+    );
+    let e = a
+        .set("admin_credentials", "admin:admin;radmin")
+        .err()
+        .unwrap_or_default();
     assert!(e.contains("no ':'"), "{e}");
-    let e = a.set("admin_credentials", "admin:topsecret;admin:other").err().unwrap_or_default();
+    let e = a
+        .set("admin_credentials", "admin:topsecret;admin:other")
+        .err()
+        .unwrap_or_default();
     assert!(e.contains("twice") && !e.contains("topsecret"), "{e}");
 }
 
@@ -154,5 +201,40 @@ fn reset_and_iter() {
     assert_eq!(v.get("threads"), Some("4"));
     assert_eq!(v.iter().count(), MYSQL_VARIABLE_SPECS.len());
     assert_eq!(v, Variables::mysql_defaults());
-    assert_eq!(Variables::admin_defaults().iter().count(), ADMIN_VARIABLE_SPECS.len());
+    assert_eq!(
+        Variables::admin_defaults().iter().count(),
+        ADMIN_VARIABLE_SPECS.len()
+    );
+}
+
+/// docs/config-file.md lists every variable with its default; keep them in step.
+#[test]
+fn the_manual_lists_every_variable() {
+    let doc = include_str!("../../../../docs/config-file.md");
+    for (prefix, specs) in [
+        ("mysql-", MYSQL_VARIABLE_SPECS),
+        ("admin-", ADMIN_VARIABLE_SPECS),
+    ] {
+        for s in specs {
+            let Some(line) = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", s.name)))
+            else {
+                panic!("docs/config-file.md does not list {prefix}{}", s.name);
+            };
+            if s.name == "version" {
+                continue;
+            }
+            let default = if s.default.is_empty() {
+                "''".to_string()
+            } else {
+                format!("`{}`", s.default)
+            };
+            assert!(
+                line.contains(&format!("| {default} |")),
+                "{prefix}{}: default {default} not in: {line}",
+                s.name
+            );
+        }
+    }
 }
