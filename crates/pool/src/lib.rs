@@ -387,9 +387,9 @@ impl Pool {
                 * settings.free_connections_pct as u64)
                 .div_ceil(100)
                 .max(1);
-            if server.put_idle(pooled.key.clone(), conn, keep as usize) {
-                return; // PooledConn::drop releases the used slot.
-            }
+            // Over the idle limit put_idle closes it; either way PooledConn::drop releases the
+            // used slot.
+            server.put_idle(pooled.key.clone(), conn, keep as usize);
         } else {
             // Dropping the socket closes it; the server rolls back what was open.
             drop(conn);
@@ -397,6 +397,7 @@ impl Pool {
     }
 }
 
+/// COM_PING, the cheapest check that an idle connection still works.
 fn weir_wire_ping() -> u8 {
     0x0e
 }

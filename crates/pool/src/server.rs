@@ -265,10 +265,10 @@ impl ServerState {
             .store(idle.len() as u32, Ordering::Relaxed);
     }
 
-    pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn, keep: usize) -> bool {
+    pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn, keep: usize) {
         let mut idle = self.idle.lock();
         if idle.len() >= keep {
-            return false;
+            return; // dropping it closes it
         }
         idle.push(Idle {
             key,
@@ -278,7 +278,6 @@ impl ServerState {
         self.stats
             .conn_free
             .store(idle.len() as u32, Ordering::Relaxed);
-        true
     }
 
     fn clear_idle(&self) {

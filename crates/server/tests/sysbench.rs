@@ -39,11 +39,12 @@ fn sysbench(port: u16, args: &[&str]) -> String {
 }
 
 fn errors(report: &str) -> u64 {
-    // "    errors:                              0      (0.00 per sec.)"
+    // With --mysql-ignore-errors=none any error is fatal (non-zero exit, checked by the
+    // caller); the report still counts "ignored errors:", which must then be 0.
     report
         .lines()
-        .find(|l| l.trim_start().starts_with("errors:"))
-        .and_then(|l| l.split_whitespace().nth(1))
+        .find(|l| l.trim_start().starts_with("ignored errors:"))
+        .and_then(|l| l.split_whitespace().nth(2))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no errors line in:\n{report}"))
 }
@@ -68,6 +69,7 @@ fn oltp_read_write_prepared_and_text() {
         eprintln!("--- db-ps-mode={mode}\n{report}");
         assert_eq!(errors(&report), 0, "db-ps-mode={mode}");
         assert!(report.contains("transactions:"), "{report}");
+        assert!(!report.contains("FATAL"), "{report}");
     }
     sysbench(port, &["cleanup"]);
 }

@@ -192,14 +192,20 @@ impl Relay<'_> {
                 flush_from = 0;
                 continue;
             };
-            let need = 4 + h.len.min(CLASSIFY_BYTES);
+            // Small packets are taken whole, so OK/ERR/EOF packets can be read in full; big
+            // ones (rows) are classified from their first bytes and streamed through.
+            let need = if h.len <= 1024 {
+                4 + h.len
+            } else {
+                4 + CLASSIFY_BYTES
+            };
             if avail < need {
                 self.refill(flush_from, pos).await?;
                 pos = 0;
                 flush_from = 0;
                 continue;
             }
-            let head = &self.conn.rbuf[pos + 4..pos + need];
+            let head = &self.conn.rbuf[pos + 4..pos + 4 + h.len.min(CLASSIFY_BYTES)];
             let role = self
                 .tracker
                 .feed(h.len, head)
@@ -226,11 +232,8 @@ impl Relay<'_> {
                 Role::Row => self.out.rows += 1,
                 Role::Ok(ok) => self.out.last_ok = Some(ok),
                 Role::PrepareOk { statement_id, .. } => self.out.prepared_id = Some(statement_id),
-                Role::Err => {
-                    if avail >= 4 + h.len {
-                        self.out.error =
-                            ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
-                    }
+                Role::Err if avail >= 4 + h.len => {
+                    self.out.error = ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
                 }
                 _ => {}
             }
