@@ -131,3 +131,169 @@ fn silent_client_is_disconnected_and_big_packet_refused() {
     let (_, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
     assert_eq!(p[0], 0, "weir still serves other clients");
 }
+
+/// Logs in claiming `plugin` with `proof` as the first auth response; answers one auth switch
+/// with a native proof. Returns the packets after the handshake response, up to OK/ERR.
+fn login_with_plugin(plugin: &str, proof: impl Fn(&[u8]) -> Vec<u8>, pass: &str) -> Vec<Vec<u8>> {
+    use std::io::Write;
+    use weir_wire::handshake::HandshakeResponse;
+    let mut c = RawClient::connect_only(common::weir().port);
+    let caps = weir_wire::cap::PROTOCOL_41
+        | weir_wire::cap::SECURE_CONNECTION
+        | weir_wire::cap::PLUGIN_AUTH
+        | weir_wire::cap::PLUGIN_AUTH_LENENC_CLIENT_DATA;
+    let resp = HandshakeResponse {
+        capabilities: caps,
+        max_packet: 1 << 24,
+        collation: 45,
+        username: WEIR_USER.into(),
+        auth_response: proof(&c.greeting.scramble),
+        database: None,
+        auth_plugin: Some(plugin.into()),
+        attributes: vec![],
+    };
+    let mut out = bytes::BytesMut::new();
+    resp.write(&mut out, 1);
+    c.stream.write_all(&out).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let (seq, p) = c.read_packet().unwrap();
+        got.push(p.clone());
+        match p[0] {
+            0x00 | 0xff => return got,
+            0xfe => {
+                let (name, data) = weir_wire::handshake::parse_auth_switch(&p).unwrap();
+                assert_eq!(name, "mysql_native_password");
+                let scramble = &data[..20];
+                let proof = weir_wire::auth::native_scramble_from_stage1(
+                    scramble,
+                    &weir_wire::auth::native_stage1(pass.as_bytes()),
+                );
+                let mut out = bytes::BytesMut::new();
+                weir_wire::packet::write_packet(&mut out, seq.wrapping_add(1), &proof);
+                c.stream.write_all(&out).unwrap();
+            }
+            0x01 => {}
+            other => panic!("unexpected packet 0x{other:02x}"),
+        }
+    }
+}
+
+#[test]
+fn caching_sha2_fast_path_and_auth_switch() {
+    let r = login_with_plugin(
+        "caching_sha2_password",
+        |s| weir_wire::auth::sha2_scramble(&s[..20], WEIR_PASS.as_bytes()).to_vec(),
+        WEIR_PASS,
+    );
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r[0], vec![0x01, 0x03], "fast auth success");
+    assert_eq!(r[1][0], 0);
+    let r = login_with_plugin(
+        "caching_sha2_password",
+        |s| weir_wire::auth::sha2_scramble(&s[..20], b"wrong").to_vec(),
+        WEIR_PASS,
+    );
+    assert_eq!(err_code(r.last().unwrap()), Some(1045));
+    // An unknown plugin is switched to mysql_native_password.
+    let r = login_with_plugin("dialog", |_| b"whatever".to_vec(), WEIR_PASS);
+    assert_eq!(r[0][0], 0xfe);
+    assert_eq!(r.last().unwrap()[0], 0, "{r:?}");
+    let r = login_with_plugin("dialog", |_| b"whatever".to_vec(), "bad");
+    assert_eq!(err_code(r.last().unwrap()), Some(1045));
+}
+
+#[test]
+fn prepared_statement_long_data_cursor_fetch_reset() {
+    let mut c = login();
+    c.query("CREATE TABLE IF NOT EXISTS weirtest.ps (id INT PRIMARY KEY, b BLOB)");
+    c.query("DELETE FROM weirtest.ps");
+    c.query("INSERT INTO weirtest.ps VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    // PREPARE: OK, 1 param definition + EOF, no columns.
+    let mut p = vec![0x16];
+    p.extend_from_slice(b"INSERT INTO weirtest.ps VALUES (10, ?)");
+    let r = c.command(&p, Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    let stmt = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    // SEND_LONG_DATA for param 0 twice (no reply), then EXECUTE.
+    for chunk in [&b"hello "[..], b"world"] {
+        let mut p = vec![0x18];
+        p.extend_from_slice(&stmt);
+        p.extend_from_slice(&[0, 0]);
+        p.extend_from_slice(chunk);
+        c.send(&p);
+    }
+    let mut p = vec![0x17];
+    p.extend_from_slice(&stmt);
+    p.push(0); // no cursor
+    p.extend_from_slice(&1u32.to_le_bytes());
+    p.push(0); // null bitmap
+    p.push(1); // new params bound
+    p.extend_from_slice(&[0xfc, 0]); // BLOB
+    let r = c.command(&p, Expect::ResultSets);
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+    let r = c.query("SELECT b FROM weirtest.ps WHERE id = 10");
+    assert_eq!(&r[3][1..], b"hello world");
+    // STMT_RESET, STMT_CLOSE (no reply), then the id is unknown.
+    let mut p = vec![0x1a];
+    p.extend_from_slice(&stmt);
+    assert_eq!(c.command(&p, Expect::Status)[0][0], 0);
+    let mut p = vec![0x19];
+    p.extend_from_slice(&stmt);
+    c.send(&p);
+    let mut p = vec![0x1a];
+    p.extend_from_slice(&stmt);
+    assert_eq!(err_code(&c.command(&p, Expect::Status)[0]), Some(1243));
+
+    // A read-only cursor: EXECUTE returns metadata only, FETCH returns rows.
+    let mut p = vec![0x16];
+    p.extend_from_slice(b"SELECT id FROM weirtest.ps WHERE id < 10 ORDER BY id");
+    let r = c.command(&p, Expect::Prepare);
+    let stmt = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    let mut p = vec![0x17];
+    p.extend_from_slice(&stmt);
+    p.push(1); // CURSOR_TYPE_READ_ONLY
+    p.extend_from_slice(&1u32.to_le_bytes());
+    let r = c.command(&p, Expect::ResultSets);
+    assert_eq!(r.len(), 3, "column count, definition, EOF with cursor flag: {r:?}");
+    let mut p = vec![0x1c];
+    p.extend_from_slice(&stmt);
+    p.extend_from_slice(&2u32.to_le_bytes());
+    let r = c.command(&p, Expect::Fetch);
+    assert_eq!(r.len(), 3, "two rows and an EOF: {r:?}");
+    let mut p = vec![0x1c];
+    p.extend_from_slice(&stmt);
+    p.extend_from_slice(&2u32.to_le_bytes());
+    let r = c.command(&p, Expect::Fetch);
+    assert_eq!(r.len(), 2, "last row and EOF: {r:?}");
+    // Executing an id that was never prepared on this session.
+    let r = c.command(&[0x17, 0x99, 0, 0, 0, 0, 1, 0, 0, 0], Expect::ResultSets);
+    assert_eq!(err_code(&r[0]), Some(1243));
+}
+
+#[test]
+fn kill_query_of_own_session() {
+    let (mut a, p) = RawClient::login(common::weir().port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    let a_id = a.greeting.connection_id;
+    let t = std::time::Instant::now();
+    let handle = std::thread::spawn(move || {
+        let r = a.query("SELECT SLEEP(20)");
+        (r, a)
+    });
+    let mut b = login();
+    std::thread::sleep(Duration::from_millis(500));
+    let r = b.query(&format!("KILL QUERY {a_id}"));
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+    let (r, mut a) = handle.join().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10));
+    // SLEEP interrupted returns 1 (MariaDB) or an error 1317, depending on timing.
+    let last = r.last().unwrap();
+    assert!(last[0] == 0xfe || err_code(last) == Some(1317), "{r:?}");
+    let r = a.query("SELECT 9");
+    assert_eq!(&r[3][1..], b"9");
+    // KILL CONNECTION ends the other session.
+    let r = b.query(&format!("KILL {a_id}"));
+    assert_eq!(r[0][0], 0);
+    assert!(a.is_closed());
+}
