@@ -9,6 +9,7 @@
 mod server;
 #[cfg(test)]
 mod tests;
+pub mod worker;
 
 pub use server::{ServerSnapshot, ServerSpec, ServerState, ServerStats, ServerStatus};
 

@@ -125,7 +125,9 @@ pub struct ServerState {
     endpoint: Endpoint,
     status: AtomicU8,
     retired: AtomicBool,
-    idle: Mutex<Vec<Idle>>,
+    /// Idle connections, one shard per worker thread: a worker reuses the connections its own
+    /// event loop drives, and takes another worker's only when it has none.
+    idle: Box<[Mutex<Vec<Idle>>]>,
     /// Counters.
     pub stats: ServerStats,
     changed: Arc<tokio::sync::Notify>,
@@ -147,7 +149,9 @@ impl ServerState {
             status: AtomicU8::new(spec.status.to_u8()),
             spec: parking_lot::RwLock::new(Arc::new(spec)),
             retired: AtomicBool::new(false),
-            idle: Mutex::new(Vec::new()),
+            idle: (0..crate::worker::count())
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
             stats: ServerStats::default(),
             changed,
         }
@@ -242,48 +246,56 @@ impl ServerState {
     }
 
     pub(crate) fn take_idle(&self, key: &PoolKey) -> Option<BackendConn> {
-        let mut idle = self.idle.lock();
-        let pos = idle.iter().rposition(|i| &i.key == key)?;
-        let item = idle.swap_remove(pos);
-        self.stats
-            .conn_free
-            .store(idle.len() as u32, Ordering::Relaxed);
-        let _ = item.since;
-        Some(item.conn)
+        let n = self.idle.len();
+        let own = crate::worker::current() % n;
+        for k in 0..n {
+            let mut idle = self.idle[(own + k) % n].lock();
+            if let Some(pos) = idle.iter().rposition(|i| &i.key == key) {
+                let item = idle.swap_remove(pos);
+                self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
+                let _ = item.since;
+                return Some(item.conn);
+            }
+        }
+        None
     }
 
-    /// Keeps used + idle within max_connections by closing the oldest idle connection.
+    /// Keeps used + idle within max_connections by closing the oldest idle connections.
     pub(crate) fn evict_idle_over_limit(&self) {
         let max = self.spec.read().max_connections as usize;
-        let mut idle = self.idle.lock();
-        let used = self.stats.conn_used.load(Ordering::Relaxed) as usize;
-        while !idle.is_empty() && used + idle.len() > max {
-            idle.remove(0);
+        for shard in self.idle.iter() {
+            let mut idle = shard.lock();
+            while !idle.is_empty()
+                && self.stats.conn_used.load(Ordering::Relaxed) as usize
+                    + self.stats.conn_free.load(Ordering::Relaxed) as usize
+                    > max
+            {
+                idle.remove(0);
+                self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
+            }
         }
-        self.stats
-            .conn_free
-            .store(idle.len() as u32, Ordering::Relaxed);
     }
 
     pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn, keep: usize) {
-        let mut idle = self.idle.lock();
-        if idle.len() >= keep {
+        if self.stats.conn_free.load(Ordering::Relaxed) as usize >= keep {
             return; // dropping it closes it
         }
-        idle.push(Idle {
+        let own = crate::worker::current() % self.idle.len();
+        self.idle[own].lock().push(Idle {
             key,
             conn,
             since: Instant::now(),
         });
-        self.stats
-            .conn_free
-            .store(idle.len() as u32, Ordering::Relaxed);
+        self.stats.conn_free.fetch_add(1, Ordering::Relaxed);
     }
 
     fn clear_idle(&self) {
-        let mut idle = self.idle.lock();
-        idle.clear();
-        self.stats.conn_free.store(0, Ordering::Relaxed);
+        for shard in self.idle.iter() {
+            let mut idle = shard.lock();
+            let n = idle.len();
+            idle.clear();
+            self.stats.conn_free.fetch_sub(n as u32, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn notify_freed(&self) {

@@ -7,6 +7,7 @@ mod listen;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use weir_config::Runtime;
 use weir_pool::{Pool, PoolSettings, ServerSpec, ServerStatus};
@@ -75,6 +76,10 @@ pub fn server_specs(rt: &Runtime) -> Vec<ServerSpec> {
 }
 
 /// Runs weir in the foreground until SIGINT or SIGTERM.
+///
+/// Threading: `mysql-threads` workers, each a single-threaded event loop that accepts on every
+/// listener and runs its sessions to completion, so a statement's client and backend sockets
+/// are driven by one thread with no cross-thread wakeups on the hot path.
 pub fn run(opts: Options) -> Result<(), StartError> {
     let file = weir_config::load_config_file(&opts.config).map_err(StartError::Config)?;
     let datadir = opts
@@ -86,63 +91,113 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         context: format!("cannot create data directory {}", datadir.display()),
         source: e,
     })?;
-    let runtime = Runtime::build(&file.tables).map_err(StartError::Config)?;
+    let runtime = Arc::new(Runtime::build(&file.tables).map_err(StartError::Config)?);
     for w in &runtime.warnings {
         tracing::warn!("{w}");
     }
     let threads = runtime.mysql.threads.max(1);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("weir-worker")
-        .enable_all()
-        .build()
-        .map_err(|e| StartError::Io {
-            context: "cannot start the worker threads".into(),
-            source: e,
-        })?;
-    let result = rt.block_on(serve(Arc::new(runtime), datadir));
-    // Tasks still running after the grace period are dropped with the runtime.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    result
-}
-
-async fn serve(runtime: Arc<Runtime>, datadir: PathBuf) -> Result<(), StartError> {
+    weir_pool::worker::set_count(threads);
     let pool = Arc::new(Pool::new(pool_settings(&runtime)));
     pool.apply_servers(&server_specs(&runtime));
     let shared = Shared::new(runtime.clone(), pool.clone());
-    let listeners = listen::bind_all(&runtime.mysql.interfaces).await?;
+    let listeners = listen::bind_all(&runtime.mysql.interfaces)?;
+    let tracker = TaskTracker::new();
+    let stop = CancellationToken::new();
+    let mut workers = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let mine = listeners
+            .iter()
+            .map(listen::Listener::try_clone)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| StartError::Io {
+                context: "cannot share a listener with a worker".into(),
+                source: e,
+            })?;
+        let (shared, tracker, stop) = (shared.clone(), tracker.clone(), stop.clone());
+        let grace = runtime.mysql.shutdown_grace_period;
+        let handle = std::thread::Builder::new()
+            .name(format!("weir-worker-{i}"))
+            .spawn(move || worker(i, mine, shared, tracker, stop, grace))
+            .map_err(|e| StartError::Io {
+                context: "cannot start a worker thread".into(),
+                source: e,
+            })?;
+        workers.push(handle);
+    }
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
-        threads = runtime.mysql.threads,
+        threads,
         datadir = %datadir.display(),
         servers = runtime.servers.len(),
         users = runtime.frontend_users.len(),
         "weir started"
     );
-    let tracker = TaskTracker::new();
-    let stop_accepting = tokio_util::sync::CancellationToken::new();
-    for l in listeners {
-        let shared = shared.clone();
-        let tracker2 = tracker.clone();
-        let stop = stop_accepting.clone();
-        tracker.spawn(async move { listen::accept_loop(l, shared, tracker2, stop).await });
-    }
-    wait_for_signal().await;
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StartError::Io {
+            context: "cannot start the signal handler".into(),
+            source: e,
+        })?;
+    signals.block_on(wait_for_signal());
     tracing::info!("shutting down: no new connections; in-flight statements may finish");
-    stop_accepting.cancel();
+    stop.cancel();
     shared.shutdown.cancel();
     tracker.close();
-    let grace = runtime.mysql.shutdown_grace_period;
-    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
-        tracing::warn!(
-            sessions = shared.registry.len(),
-            "grace period of {grace:?} over: closing the remaining sessions"
-        );
+    for w in workers {
+        if w.join().is_err() {
+            tracing::error!("a worker thread panicked");
+        }
     }
     // Retiring every server closes the idle backend connections.
     pool.apply_servers(&[]);
+    for l in &listeners {
+        l.remove_socket_file();
+    }
     tracing::info!("weir stopped");
     Ok(())
+}
+
+fn worker(
+    index: usize,
+    listeners: Vec<listen::Listener>,
+    shared: Arc<Shared>,
+    tracker: TaskTracker,
+    stop: CancellationToken,
+    grace: Duration,
+) {
+    weir_pool::worker::enter(index);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(worker = index, error = %e, "cannot start a worker event loop");
+            return;
+        }
+    };
+    rt.block_on(async {
+        for l in listeners {
+            match l.into_tokio() {
+                Ok(l) => {
+                    let (shared, tracker2, stop) = (shared.clone(), tracker.clone(), stop.clone());
+                    tracker.spawn(listen::accept_loop(l, shared, tracker2, stop));
+                }
+                Err(e) => tracing::error!(worker = index, error = %e, "cannot register a listener"),
+            }
+        }
+        stop.cancelled().await;
+        // Every worker's event loop stays up until all sessions are done: a pooled backend
+        // connection may be driven by another worker's loop than the session using it.
+        if tokio::time::timeout(grace, tracker.wait()).await.is_err() && index == 0 {
+            tracing::warn!(
+                sessions = shared.registry.len(),
+                "grace period of {grace:?} over: closing the remaining sessions"
+            );
+        }
+    });
+    rt.shutdown_timeout(Duration::from_millis(100));
 }
 
 async fn wait_for_signal() {

@@ -9,21 +9,60 @@ use weir_backend::Stream;
 use weir_config::ListenAddr;
 use weir_session::Shared;
 
-/// A bound listener.
+/// A bound listener, not yet tied to an event loop; each worker gets its own duplicate.
 pub enum Listener {
     /// TCP.
-    Tcp(TcpListener),
+    Tcp(std::net::TcpListener),
     /// Unix socket (the path is removed on shutdown).
-    Unix(UnixListener, std::path::PathBuf),
+    Unix(std::os::unix::net::UnixListener, std::path::PathBuf),
+}
+
+/// A listener registered with a worker's event loop.
+pub enum AsyncListener {
+    /// TCP.
+    Tcp(TcpListener),
+    /// Unix socket.
+    Unix(UnixListener),
+}
+
+impl Listener {
+    /// A duplicate of the socket for another worker.
+    pub fn try_clone(&self) -> std::io::Result<Listener> {
+        Ok(match self {
+            Listener::Tcp(l) => Listener::Tcp(l.try_clone()?),
+            Listener::Unix(l, p) => Listener::Unix(l.try_clone()?, p.clone()),
+        })
+    }
+
+    /// Registers it with the current worker's event loop.
+    pub fn into_tokio(self) -> std::io::Result<AsyncListener> {
+        Ok(match self {
+            Listener::Tcp(l) => {
+                l.set_nonblocking(true)?;
+                AsyncListener::Tcp(TcpListener::from_std(l)?)
+            }
+            Listener::Unix(l, _) => {
+                l.set_nonblocking(true)?;
+                AsyncListener::Unix(UnixListener::from_std(l)?)
+            }
+        })
+    }
+
+    /// Removes a Unix socket's file.
+    pub fn remove_socket_file(&self) {
+        if let Listener::Unix(_, p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// Binds every interface; any failure stops startup with the address in the message.
-pub async fn bind_all(addrs: &[ListenAddr]) -> Result<Vec<Listener>, StartError> {
+pub fn bind_all(addrs: &[ListenAddr]) -> Result<Vec<Listener>, StartError> {
     let mut out = Vec::new();
     for a in addrs {
         match a {
             ListenAddr::Tcp(hp) => {
-                let l = bind_tcp(hp).await.map_err(|e| StartError::Io {
+                let l = bind_tcp(hp).map_err(|e| StartError::Io {
                     context: format!("cannot listen on {hp}"),
                     source: e,
                 })?;
@@ -35,7 +74,7 @@ pub async fn bind_all(addrs: &[ListenAddr]) -> Result<Vec<Listener>, StartError>
                 if p.exists() && std::os::unix::net::UnixStream::connect(p).is_err() {
                     let _ = std::fs::remove_file(p);
                 }
-                let l = UnixListener::bind(p).map_err(|e| StartError::Io {
+                let l = std::os::unix::net::UnixListener::bind(p).map_err(|e| StartError::Io {
                     context: format!("cannot listen on {}", p.display()),
                     source: e,
                 })?;
@@ -47,20 +86,20 @@ pub async fn bind_all(addrs: &[ListenAddr]) -> Result<Vec<Listener>, StartError>
     Ok(out)
 }
 
-async fn bind_tcp(hp: &str) -> std::io::Result<TcpListener> {
+fn bind_tcp(hp: &str) -> std::io::Result<std::net::TcpListener> {
+    use std::net::ToSocketAddrs;
     let mut last = None;
-    for addr in tokio::net::lookup_host(hp).await? {
+    for addr in hp.to_socket_addrs()? {
         let sock = socket2::Socket::new(
             socket2::Domain::for_address(addr),
             socket2::Type::STREAM,
             Some(socket2::Protocol::TCP),
         )?;
         sock.set_reuse_address(true)?;
-        sock.set_nonblocking(true)?;
         match sock.bind(&addr.into()) {
             Ok(()) => {
                 sock.listen(1024)?;
-                return TcpListener::from_std(sock.into());
+                return Ok(sock.into());
             }
             Err(e) => last = Some(e),
         }
@@ -70,21 +109,21 @@ async fn bind_tcp(hp: &str) -> std::io::Result<TcpListener> {
 
 /// Accepts until `stop` is cancelled, one session task per connection.
 pub async fn accept_loop(
-    l: Listener,
+    l: AsyncListener,
     shared: Arc<Shared>,
     tracker: TaskTracker,
     stop: CancellationToken,
 ) {
     loop {
         let accepted = match &l {
-            Listener::Tcp(t) => tokio::select! {
+            AsyncListener::Tcp(t) => tokio::select! {
                 _ = stop.cancelled() => break,
                 r = t.accept() => r.map(|(s, _)| {
                     let _ = s.set_nodelay(true);
                     Stream::Tcp(s)
                 }),
             },
-            Listener::Unix(u, _) => tokio::select! {
+            AsyncListener::Unix(u) => tokio::select! {
                 _ = stop.cancelled() => break,
                 r = u.accept() => r.map(|(s, _)| Stream::Unix(s)),
             },
@@ -100,8 +139,5 @@ pub async fn accept_loop(
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
         }
-    }
-    if let Listener::Unix(_, p) = &l {
-        let _ = std::fs::remove_file(p);
     }
 }

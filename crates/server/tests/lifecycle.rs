@@ -21,7 +21,8 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {
         assert!(t.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
+        // Slow enough for information_schema.innodb_trx to refresh (see below).
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -72,11 +73,31 @@ fn killed_client_leaves_no_open_transaction() {
             .query_value("SELECT COUNT(*) FROM information_schema.innodb_trx")
             .unwrap()
     };
-    wait_until("the transaction to open", Duration::from_secs(10), || {
-        trx() != "0"
-    });
+    let t = Instant::now();
+    while trx() == "0" {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "the client ended early ({status}); weir says:\n{}",
+                common::weir().stderr_tail(20)
+            );
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the transaction never opened: {:?}\n{:?}\n{:?}\n{}",
+            primary.query_rows(
+                "SELECT ID, USER, COMMAND, TIME, INFO FROM information_schema.PROCESSLIST"
+            ),
+            primary.query_rows("SELECT * FROM information_schema.innodb_trx"),
+            primary.query_rows("SELECT * FROM weirtest.orphan"),
+            common::weir().stderr_tail(20)
+        );
+        // information_schema.innodb_trx is a cache that InnoDB refreshes only after 100 ms
+        // without readers: polling faster would read the same stale snapshot forever.
+        std::thread::sleep(Duration::from_millis(250));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(250));
     wait_until(
         "the transaction to roll back",
         Duration::from_secs(10),

@@ -255,7 +255,11 @@ fn prepared_statement_long_data_cursor_fetch_reset() {
     p.push(1); // CURSOR_TYPE_READ_ONLY
     p.extend_from_slice(&1u32.to_le_bytes());
     let r = c.command(&p, Expect::ResultSets);
-    assert_eq!(r.len(), 3, "column count, definition, EOF with cursor flag: {r:?}");
+    assert_eq!(
+        r.len(),
+        3,
+        "column count, definition, EOF with cursor flag: {r:?}"
+    );
     let mut p = vec![0x1c];
     p.extend_from_slice(&stmt);
     p.extend_from_slice(&2u32.to_le_bytes());

@@ -207,6 +207,12 @@ impl Session {
                 .bytes_sent
                 .fetch_add(cmd.raw.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let conn: &mut BackendConn = b.conn();
+            tracing::trace!(
+                session = self.handle.id,
+                backend_thread = conn.connection_id,
+                command = com::name(cmd.code()),
+                "statement"
+            );
             match forward_command(conn, &cmd.raw).await {
                 Ok(()) => {
                     let r = relay_reply(&mut self.client, conn, expect, seq, max).await;
