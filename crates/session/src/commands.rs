@@ -3,6 +3,7 @@
 use crate::client::{ClientError, Command};
 use crate::relay::{forward_command, relay_reply, RelayError, ReplyOutcome};
 use crate::session::{lost_backend, Flow, Session};
+use std::sync::Arc;
 use weir_backend::{BackendConn, BackendError, ConnectParams};
 use weir_sql::{Pin, StatementKind};
 use weir_wire::handshake::ChangeUser;
@@ -137,7 +138,7 @@ impl Session {
                         b.conn().schema = Some(db.clone());
                     }
                     self.schema = Some(db.clone());
-                    self.login.schema = Some(db);
+                    Arc::make_mut(&mut self.login).schema = Some(db);
                 }
             }
             self.pins |= pins;
@@ -280,7 +281,7 @@ impl Session {
         match b.conn().init_db(&db).await {
             Ok(()) => {
                 self.schema = Some(db.clone());
-                self.login.schema = Some(db);
+                Arc::make_mut(&mut self.login).schema = Some(db);
                 let ok = self.ok_status();
                 self.client.send_ok(seq, &ok).await?;
                 self.release();
@@ -353,14 +354,15 @@ impl Session {
         }
         self.schema = req.database.clone().or_else(|| user.default_schema.clone());
         self.hostgroup = user.default_hostgroup;
-        self.login.key.username = user.username.as_str().into();
+        let login = Arc::make_mut(&mut self.login);
+        login.key.username = user.username.as_str().into();
         if let Some(c) = req.collation {
             if c > 0 && c < 256 {
-                self.login.key.collation = c as u8;
+                login.key.collation = c as u8;
             }
         }
-        self.login.credential = cred;
-        self.login.schema = self.schema.clone();
+        login.credential = cred;
+        login.schema = self.schema.clone();
         self.user = user;
         let ok = self.ok_status();
         self.client.send_ok(seq, &ok).await?;

@@ -15,7 +15,7 @@ pub struct Running {
     /// Backend thread id.
     pub backend_thread: u32,
     /// How to log in to that server as the session's user.
-    pub login: LoginTemplate,
+    pub login: Arc<LoginTemplate>,
 }
 
 /// The shared view of one session.

@@ -18,7 +18,8 @@ pub struct Session {
     pub(crate) handle: Arc<SessionHandle>,
     pub(crate) client: ClientConn,
     pub(crate) user: Arc<User>,
-    pub(crate) login: LoginTemplate,
+    /// How to log in to backends as this client; shared with the registry (cheap to clone).
+    pub(crate) login: Arc<LoginTemplate>,
     /// Schema the client is in; brought onto whichever backend runs its next statement.
     pub(crate) schema: Option<String>,
     pub(crate) hostgroup: u32,
@@ -93,11 +94,11 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
     };
     let mut session = Session {
         hostgroup: login.user.default_hostgroup,
-        login: LoginTemplate {
+        login: Arc::new(LoginTemplate {
             key,
             credential: login.credential.clone(),
             schema: schema.clone(),
-        },
+        }),
         shared,
         handle,
         client,
