@@ -341,15 +341,31 @@ fn mysqlslap_through_weir() {
 #[test]
 fn handshake_charset_follows_the_client() {
     let query = "SELECT @@character_set_client, @@collation_connection";
-    for (charset, expect) in [("latin1", "latin1\tlatin1_swedish_ci"), ("utf8mb4", "utf8mb4\tutf8mb4_general_ci")] {
+    for (charset, expect) in [
+        ("latin1", "latin1\tlatin1_swedish_ci"),
+        ("utf8mb4", "utf8mb4\tutf8mb4_general_ci"),
+    ] {
         // Several rounds so pooled connections of the other charset are around to be reused.
         for _ in 0..3 {
             let out = mariadb_cmd(common::weir().port)
-                .args([&format!("--default-character-set={charset}"), "-N", "-e", query])
+                .args([
+                    &format!("--default-character-set={charset}"),
+                    "-N",
+                    "-e",
+                    query,
+                ])
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expect, "{charset}");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).trim(),
+                expect,
+                "{charset}"
+            );
         }
     }
 }

@@ -301,3 +301,36 @@ fn kill_query_of_own_session() {
     assert_eq!(r[0][0], 0);
     assert!(a.is_closed());
 }
+
+#[test]
+fn deprecate_eof_clients_get_ok_terminated_results() {
+    let (mut c, p) = RawClient::login_caps(
+        common::weir().port,
+        WEIR_USER,
+        WEIR_PASS,
+        None,
+        weir_wire::cap::DEPRECATE_EOF,
+    );
+    assert_eq!(p[0], 0);
+    // Column count, 2 definitions, 2 rows, then an OK with header 0xFE: no EOF after definitions.
+    let mut q = vec![0x03];
+    q.extend_from_slice(b"SELECT 1 AS a, 'x' AS b UNION ALL SELECT 2, 'y'");
+    c.send(&q);
+    let mut packets = Vec::new();
+    loop {
+        let (_, p) = c.read_packet().unwrap();
+        let end = p[0] == 0xfe && p.len() < 0xff_ffff;
+        packets.push(p);
+        if end {
+            break;
+        }
+    }
+    assert_eq!(packets.len(), 6, "{packets:?}");
+    assert_eq!(packets[0], vec![2]);
+    assert_ne!(packets[3][0], 0xfe, "no EOF after the definitions");
+    let ok = weir_wire::msg::OkInfo::parse(&packets[5]).unwrap();
+    assert_eq!(ok.status & weir_wire::status::MORE_RESULTS_EXISTS, 0);
+    // The same connection keeps working, and sequence ids stay consistent.
+    let r = c.command(&[0x0e], Expect::Status);
+    assert_eq!(r[0][0], 0);
+}

@@ -46,6 +46,17 @@ impl RawClient {
     /// Connects and logs in with mysql_native_password; returns the first packet after the
     /// handshake response (OK or ERR payload) alongside the client.
     pub fn login(port: u16, user: &str, pass: &str, db: Option<&str>) -> (RawClient, Vec<u8>) {
+        Self::login_caps(port, user, pass, db, 0)
+    }
+
+    /// As [`RawClient::login`], asking for extra capability flags.
+    pub fn login_caps(
+        port: u16,
+        user: &str,
+        pass: &str,
+        db: Option<&str>,
+        extra: u32,
+    ) -> (RawClient, Vec<u8>) {
         let mut c = Self::connect_only(port);
         let proof =
             native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(pass.as_bytes()));
@@ -55,7 +66,8 @@ impl RawClient {
             | cap::LONG_PASSWORD
             | cap::TRANSACTIONS
             | cap::MULTI_RESULTS
-            | cap::MULTI_STATEMENTS;
+            | cap::MULTI_STATEMENTS
+            | extra;
         if db.is_some() {
             caps |= cap::CONNECT_WITH_DB;
         }
