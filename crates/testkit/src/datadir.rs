@@ -16,10 +16,17 @@ pub(crate) fn install_datadir(install_db: &Path, datadir: &Path, log: &Path) -> 
         .map_err(|e| TestkitError::io("dup install-db log", e))?;
     let mut datadir_arg = std::ffi::OsString::from("--datadir=");
     datadir_arg.push(datadir);
+    // A private tmpdir: two topologies installing at once must not share /tmp's temp tables.
+    let tmpdir = datadir.with_extension("tmp");
+    std::fs::create_dir_all(&tmpdir)
+        .map_err(|e| TestkitError::io(format!("create {}", tmpdir.display()), e))?;
+    let mut tmpdir_arg = std::ffi::OsString::from("--tmpdir=");
+    tmpdir_arg.push(&tmpdir);
     let status = Command::new(install_db)
         .arg("--no-defaults")
         .arg("--user=root")
         .arg(datadir_arg)
+        .arg(tmpdir_arg)
         .args([
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
@@ -80,7 +87,12 @@ pub(crate) fn prepare_dir(dir: &Path) -> Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_ours = matches!(
             name.as_str(),
-            "primary" | "template" | "install-db.log" | "topology.env" | ".topology.env.tmp"
+            "primary"
+                | "template"
+                | "template.tmp"
+                | "install-db.log"
+                | "topology.env"
+                | ".topology.env.tmp"
         ) || name
             .strip_prefix("replica")
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));

@@ -73,6 +73,11 @@ impl MariaDb {
         }
         let mut args: Vec<OsString> = vec!["--no-defaults".into(), "--user=root".into()];
         args.push(path_arg("--datadir=", &datadir));
+        // Each server gets its own tmpdir rather than the shared /tmp.
+        let tmpdir = datadir.with_extension("tmp");
+        std::fs::create_dir_all(&tmpdir)
+            .map_err(|e| TestkitError::io(format!("create {}", tmpdir.display()), e))?;
+        args.push(path_arg("--tmpdir=", &tmpdir));
         args.push(path_arg("--socket=", &socket));
         args.push(path_arg("--pid-file=", &pid_file));
         args.push(path_arg("--log-error=", &log_path));
