@@ -189,6 +189,51 @@ async fn max_connections_per_user_and_global() {
     drop(held);
 }
 
+#[tokio::test]
+async fn max_connections_of_one_user() {
+    // The first user block of the generated config is `weir`: give it max_connections = 2.
+    let port = weir_testkit::free_port();
+    let cfg = weir_testkit::weir_config(common::topo(), port, 0, "").replacen(
+        "default_hostgroup = 0\n",
+        "default_hostgroup = 0\nmax_connections = 2\n",
+        1,
+    );
+    let w = weir_testkit::WeirProcess::spawn(&common::weir_bin(), &cfg).unwrap();
+    let a = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    let b = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    let e = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1040") && e.contains("'weir'"), "{e}");
+    // Another user is not affected, and a freed slot can be taken again.
+    let mut ed = Conn::new(common::opts_for(
+        w.port,
+        weir_testkit::ED_USER,
+        weir_testkit::ED_PASS,
+        None,
+    ))
+    .await
+    .unwrap();
+    ed.ping().await.unwrap();
+    a.disconnect().await.unwrap();
+    let mut c = None;
+    for _ in 0..50 {
+        // The slot is released when weir notices the disconnect.
+        if let Ok(conn) = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None)).await {
+            c = Some(conn);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(c.is_some(), "the freed slot was never given back");
+    drop(b);
+}
+
 #[test]
 fn unix_socket_listener() {
     let dir = weir_testkit::scratch_dir("sock").unwrap();

@@ -286,7 +286,22 @@ fn kill_query_of_own_session() {
         (r, a)
     });
     let mut b = login();
-    std::thread::sleep(Duration::from_millis(500));
+    // Wait until the statement runs on the backend, so that there is something to kill.
+    let primary = &common::topo().primary;
+    let waited = Instant::now();
+    while primary
+        .query_value(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(20)'",
+        )
+        .unwrap()
+        == "0"
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the statement never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let r = b.query(&format!("KILL QUERY {a_id}"));
     assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
     let (r, mut a) = handle.join().unwrap();
