@@ -331,6 +331,19 @@ impl BackendConn {
         Ok(())
     }
 
+    /// Whether an idle connection is still usable: the server has not closed it (restart,
+    /// wait_timeout, KILL) nor sent anything unasked. Costs no syscall when the event loop has
+    /// seen no activity on the socket.
+    pub fn idle_ok(&mut self) -> bool {
+        if !self.rbuf.is_empty() {
+            return false;
+        }
+        match self.stream.try_read_buf(&mut self.rbuf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => true,
+            _ => false,
+        }
+    }
+
     /// Whether the last reply left a transaction open.
     pub fn in_transaction(&self) -> bool {
         self.status & weir_wire::status::IN_TRANS != 0

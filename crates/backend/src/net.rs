@@ -36,6 +36,16 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Reads what is already available without waiting: `Err(WouldBlock)` when nothing is.
+    pub fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_read_buf(buf),
+            Stream::Unix(s) => s.try_read_buf(buf),
+        }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,

@@ -329,9 +329,12 @@ impl Pool {
                     server: server.clone(),
                     key: login.key.clone(),
                 };
-                if pooled.conn_ref().last_used.elapsed() >= settings.ping_interval
-                    && pooled.conn().command(weir_wire_ping(), &[]).await.is_err()
-                {
+                // A connection the server closed while it sat idle (restart, wait_timeout) is
+                // dropped here, before a client statement could fail on it.
+                let stale = !pooled.conn().idle_ok()
+                    || (pooled.conn_ref().last_used.elapsed() >= settings.ping_interval
+                        && pooled.conn().command(weir_wire_ping(), &[]).await.is_err());
+                if stale {
                     drop(pooled);
                     continue;
                 }

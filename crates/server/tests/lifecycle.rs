@@ -414,3 +414,34 @@ fn handshake_charset_follows_the_client() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_restart_does_not_fail_the_next_statement() {
+    // Its own topology: restarting the shared primary would disturb the other tests.
+    let topo = tokio::task::spawn_blocking(|| weir_testkit::Topology::start(0).unwrap())
+        .await
+        .unwrap();
+    let port = weir_testkit::free_port();
+    let cfg = weir_testkit::weir_config(&topo, port, 0, "");
+    let w = weir_testkit::WeirProcess::spawn(&common::weir_bin(), &cfg).unwrap();
+    let mut c = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    let before: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(before, Some(1));
+    // The idle pooled connection dies with the server.
+    let topo = tokio::task::spawn_blocking(move || {
+        topo.primary.restart().unwrap();
+        topo
+    })
+    .await
+    .unwrap();
+    let after: Option<i64> = c.query_first("SELECT 2").await.unwrap_or_else(|e| {
+        panic!(
+            "statement after the restart failed: {e}\n{}",
+            w.stderr_tail(10)
+        )
+    });
+    assert_eq!(after, Some(2));
+    drop(topo);
+}
