@@ -338,10 +338,10 @@ impl BackendConn {
         if !self.rbuf.is_empty() {
             return false;
         }
-        match self.stream.try_read_buf(&mut self.rbuf) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => true,
-            _ => false,
-        }
+        matches!(
+            self.stream.try_read_buf(&mut self.rbuf),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        )
     }
 
     /// Whether the last reply left a transaction open.
