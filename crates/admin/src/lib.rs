@@ -9,5 +9,6 @@
 #![forbid(unsafe_code)]
 
 mod grammar;
+pub mod store;
 
 pub use grammar::{parse, AdminCommand, AdminParseError, Layer, Module, Parsed};

@@ -1,0 +1,215 @@
+//! The SQLite configuration store behind the admin interface: schema `main` (in-memory config
+//! tables and their `runtime_*` mirrors), `disk` (the same tables persisted in
+//! `<datadir>/weir.db`), `stats` and `monitor`, all on one connection so that DBAs' SQL can
+//! join across them as in ProxySQL.
+//!
+//! The store holds configuration and answers admin SQL; it never holds live state. Callers
+//! move whole modules between layers with [`Store::read_tables`] / [`Store::write_module`],
+//! which convert to and from `weir-config`'s typed rows, and publish stats with
+//! [`Store::replace_rows`] just before a query reads them.
+
+mod collations;
+mod convert;
+mod error;
+mod schema;
+mod sql;
+#[cfg(test)]
+mod sql_tests;
+#[cfg(test)]
+mod tests;
+
+pub use error::StoreError;
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, ErrorCode};
+use std::path::{Path, PathBuf};
+use weir_config::ConfigTables;
+
+/// The file name of the disk database inside the datadir.
+const DISK_FILE: &str = "weir.db";
+
+/// Which copy of the config tables an operation works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The `main` schema: what the DBA edits with SQL.
+    Memory,
+    /// The `disk` schema: what survives a restart.
+    Disk,
+    /// The `main.runtime_*` tables: a picture of the configuration running now.
+    Runtime,
+}
+
+impl Target {
+    /// The layer's name as written in commands (`MEMORY`, `DISK`, `RUNTIME`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::Memory => "MEMORY",
+            Target::Disk => "DISK",
+            Target::Runtime => "RUNTIME",
+        }
+    }
+}
+
+/// Rows returned by a statement, as text the way the mysql CLI shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResultSet {
+    /// Column names, in order.
+    pub columns: Vec<String>,
+    /// One entry per row, one value per column: integers in decimal, reals via `to_string`,
+    /// `None` for NULL.
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+/// What one SQL statement produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SqlOutcome {
+    /// A statement with result columns (SELECT, PRAGMA ..., `RETURNING`).
+    Rows(ResultSet),
+    /// Any other statement, with what the OK packet reports.
+    Affected {
+        /// Rows inserted, updated or deleted by this statement.
+        rows: u64,
+        /// The rowid of the last row this statement inserted, else 0.
+        last_insert_id: u64,
+    },
+}
+
+/// The configuration database: one SQLite connection with the four schemas attached.
+///
+/// Not `Sync`: callers share it behind a mutex, which also serializes admin statements the
+/// way ProxySQL's single admin thread does.
+pub struct Store {
+    conn: Connection,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens the store with `<datadir>/weir.db` as schema `disk`, creating the file when it is
+    /// missing and any missing table in it.
+    ///
+    /// A file that is not a healthy SQLite database is an error naming it; it is never
+    /// replaced, since it may be the only copy of the configuration.
+    pub fn open(datadir: &Path) -> Result<Store, StoreError> {
+        let path = datadir.join(DISK_FILE);
+        let name = path
+            .to_str()
+            .ok_or_else(|| StoreError::NonUtf8Path(path.clone()))?;
+        let conn = Self::connect()?;
+        conn.execute("ATTACH DATABASE ?1 AS disk", [name])
+            .map_err(|e| disk_error(&path, e))?;
+        check_disk(&conn, &path)?;
+        Self::finish(conn)
+    }
+
+    /// Opens the store with `disk` in memory too: nothing touches the file system.
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let conn = Self::connect()?;
+        conn.execute_batch("ATTACH DATABASE ':memory:' AS disk")
+            .map_err(StoreError::sqlite("attaching an in-memory disk schema"))?;
+        Self::finish(conn)
+    }
+
+    /// The in-memory `main` database, with ProxySQL's SQL dialect switched on.
+    fn connect() -> Result<Connection, StoreError> {
+        let conn = Connection::open_in_memory()
+            .map_err(StoreError::sqlite("opening the in-memory database"))?;
+        // DBAs write `WHERE hostname="10.0.0.1"` (MySQL habit, and ProxySQL accepts it).
+        // SQLite builds may default double-quoted strings off, so enable them explicitly.
+        for flag in [
+            DbConfig::SQLITE_DBCONFIG_DQS_DML,
+            DbConfig::SQLITE_DBCONFIG_DQS_DDL,
+        ] {
+            conn.set_db_config(flag, true)
+                .map_err(StoreError::sqlite("enabling double-quoted string literals"))?;
+        }
+        Ok(conn)
+    }
+
+    /// Attaches `stats` and `monitor` and creates every missing table.
+    fn finish(conn: Connection) -> Result<Store, StoreError> {
+        conn.execute_batch(
+            "ATTACH DATABASE ':memory:' AS stats; ATTACH DATABASE ':memory:' AS monitor;",
+        )
+        .map_err(StoreError::sqlite(
+            "attaching the stats and monitor schemas",
+        ))?;
+        schema::create_all(&conn)?;
+        Ok(Store { conn })
+    }
+
+    /// True when the disk schema holds no configuration yet (no `global_variables` row): the
+    /// first start, when the config file seeds the database.
+    pub fn disk_is_empty(&self) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT NOT EXISTS (SELECT 1 FROM disk.global_variables)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(StoreError::sqlite("reading disk.global_variables"))
+    }
+
+    /// Reads every config table of `from` into typed rows, in primary-key order.
+    ///
+    /// Every value must fit its typed column (e.g. a port of 70000, a NULL where the column
+    /// has no "unset", an unknown status or variable is an error naming table, row and
+    /// column). Variables without a row keep their default.
+    pub fn read_tables(&self, from: Target) -> Result<ConfigTables, StoreError> {
+        convert::read_tables(&self.conn, from)
+    }
+
+    /// Replaces the tables of `module` in `target` with those of `tables`, in one transaction:
+    /// on any error nothing changes.
+    ///
+    /// `MysqlServers` covers `mysql_servers` and `mysql_replication_hostgroups`; the variable
+    /// modules write every variable of their prefix, under its full name (`mysql-threads`).
+    pub fn write_module(
+        &self,
+        target: Target,
+        module: crate::Module,
+        tables: &ConfigTables,
+    ) -> Result<(), StoreError> {
+        convert::write_module(&self.conn, target, module, tables)
+    }
+}
+
+/// Fails unless the attached disk database passes `PRAGMA quick_check`: a file with a valid
+/// header can still have damaged pages, which ATTACH does not read.
+fn check_disk(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let lines: Vec<String> = conn
+        .prepare("PRAGMA disk.quick_check")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| disk_error(path, e))?;
+    if lines.len() == 1 && lines.first().is_some_and(|l| l == "ok") {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt {
+            path: PathBuf::from(path),
+            detail: lines.join("; "),
+        })
+    }
+}
+
+/// Classifies a failure to open or check the disk database: damage is reported as such,
+/// anything else (permissions, I/O, a missing directory, a lock) with SQLite's own words,
+/// since the file itself may be fine.
+fn disk_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: PathBuf::from(path),
+            detail: e.to_string(),
+        },
+        _ => StoreError::Open {
+            path: PathBuf::from(path),
+            source: e,
+        },
+    }
+}
