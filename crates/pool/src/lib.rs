@@ -15,7 +15,7 @@ pub use server::{ServerSnapshot, ServerSpec, ServerState, ServerStats, ServerSta
 
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_backend::{BackendConn, BackendError, ConnectParams, Credential};
@@ -104,11 +104,30 @@ struct Topology {
     all: Vec<Arc<ServerState>>,
 }
 
+/// Connect counters over the pool's whole life: unlike the per-server ConnOK/ConnERR they
+/// survive `stats_mysql_connection_pool_reset` and servers leaving the configuration
+/// (stats_mysql_global's Server_Connections_created / _aborted).
+#[derive(Debug, Default)]
+struct Totals {
+    connects_ok: AtomicU64,
+    connects_failed: AtomicU64,
+}
+
+/// A copy of the pool-wide totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolTotals {
+    /// Backend connections opened since start.
+    pub connects_ok: u64,
+    /// Backend connect attempts that failed since start.
+    pub connects_failed: u64,
+}
+
 /// All hostgroups and their connections.
 pub struct Pool {
     topology: ArcSwap<Topology>,
     settings: ArcSwap<PoolSettings>,
     changed: Arc<tokio::sync::Notify>,
+    totals: Totals,
 }
 
 impl Default for Pool {
@@ -180,6 +199,7 @@ impl Pool {
             topology: ArcSwap::from_pointee(Topology::default()),
             settings: ArcSwap::from_pointee(settings),
             changed: Arc::new(tokio::sync::Notify::new()),
+            totals: Totals::default(),
         }
     }
 
@@ -231,6 +251,25 @@ impl Pool {
             .iter()
             .map(|s| s.snapshot())
             .collect()
+    }
+
+    /// As [`Pool::snapshot`], zeroing each server's cumulative counters
+    /// (`stats_mysql_connection_pool_reset`); see [`ServerState::snapshot_and_reset`].
+    pub fn snapshot_and_reset(&self) -> Vec<ServerSnapshot> {
+        self.topology
+            .load()
+            .all
+            .iter()
+            .map(|s| s.snapshot_and_reset())
+            .collect()
+    }
+
+    /// Connect counters since start, never reset.
+    pub fn totals(&self) -> PoolTotals {
+        PoolTotals {
+            connects_ok: self.totals.connects_ok.load(Ordering::Relaxed),
+            connects_failed: self.totals.connects_failed.load(Ordering::Relaxed),
+        }
     }
 
     /// Every server currently configured.
@@ -353,6 +392,7 @@ impl Pool {
             match BackendConn::connect(&params).await {
                 Ok(conn) => {
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
+                    self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
                     return Ok(PooledConn {
                         conn: Some(conn),
                         server,
@@ -362,6 +402,7 @@ impl Pool {
                 Err(e) => {
                     server.stats.conn_used.fetch_sub(1, Ordering::Relaxed);
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
+                    self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
                     server.notify_freed();
                     tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");
                     if let BackendError::Server(_) | BackendError::Auth(_) = e {

@@ -302,6 +302,26 @@ impl ServerState {
         self.changed.notify_waiters();
     }
 
+    /// A copy for stats tables, and the cumulative counters zeroed
+    /// (`stats_mysql_connection_pool_reset`): ConnOK, ConnERR, Queries, Bytes_data_sent and
+    /// Bytes_data_recv restart from 0, MaxConnUsed from the connections in use now.
+    pub fn snapshot_and_reset(&self) -> ServerSnapshot {
+        let st = &self.stats;
+        let conn_used = st.conn_used.load(Ordering::Relaxed);
+        ServerSnapshot {
+            spec: (*self.spec()).clone(),
+            status: self.status(),
+            conn_used,
+            conn_free: st.conn_free.load(Ordering::Relaxed),
+            conn_ok: st.conn_ok.swap(0, Ordering::Relaxed),
+            conn_err: st.conn_err.swap(0, Ordering::Relaxed),
+            max_conn_used: st.max_conn_used.swap(conn_used, Ordering::Relaxed),
+            queries: st.queries.swap(0, Ordering::Relaxed),
+            bytes_sent: st.bytes_sent.swap(0, Ordering::Relaxed),
+            bytes_recv: st.bytes_recv.swap(0, Ordering::Relaxed),
+        }
+    }
+
     /// A point-in-time copy for stats tables.
     pub fn snapshot(&self) -> ServerSnapshot {
         let st = &self.stats;

@@ -70,3 +70,42 @@ async fn weighted_pick_only_online() {
         assert_eq!(pool.pick(0).unwrap().spec().hostname, "b");
     }
 }
+
+#[tokio::test]
+async fn reset_zeroes_cumulative_counters_but_not_totals() {
+    let pool = Pool::new(PoolSettings {
+        connect_timeout_max: Duration::from_millis(300),
+        connect_retries: 1,
+        ..Default::default()
+    });
+    // Nothing listens on port 1: every connect is refused at once.
+    pool.apply_servers(&[spec(0, "127.0.0.1", 1, ServerStatus::Online)]);
+    let err = pool.checkout(0, &login()).await.err().unwrap();
+    assert!(matches!(err, PoolError::ConnectFailed { .. }), "{err}");
+    let s = pool.servers()[0].clone();
+    s.stats.queries.fetch_add(7, Ordering::Relaxed);
+    s.stats.bytes_sent.fetch_add(70, Ordering::Relaxed);
+    s.stats.bytes_recv.fetch_add(700, Ordering::Relaxed);
+    s.stats.max_conn_used.store(4, Ordering::Relaxed);
+    s.stats.conn_used.store(1, Ordering::Relaxed);
+    let failed = pool.totals().connects_failed;
+    assert!(failed >= 1);
+
+    let taken = pool.snapshot_and_reset();
+    assert_eq!(taken[0].conn_err, failed);
+    assert_eq!(
+        (taken[0].queries, taken[0].bytes_sent, taken[0].bytes_recv),
+        (7, 70, 700)
+    );
+    assert_eq!((taken[0].max_conn_used, taken[0].conn_used), (4, 1));
+
+    let after = pool.snapshot();
+    assert_eq!(
+        (after[0].conn_ok, after[0].conn_err, after[0].queries),
+        (0, 0, 0)
+    );
+    assert_eq!((after[0].bytes_sent, after[0].bytes_recv), (0, 0));
+    assert_eq!((after[0].max_conn_used, after[0].conn_used), (1, 1));
+    assert_eq!(pool.totals().connects_failed, failed);
+    s.stats.conn_used.store(0, Ordering::Relaxed);
+}

@@ -2,7 +2,8 @@
 
 use crate::client::{ClientError, Command};
 use crate::relay::{forward_command, relay_reply, RelayError, ReplyOutcome};
-use crate::session::{lost_backend, Flow, Session};
+use crate::session::{lost_backend, statement_id, Flow, Prepared, Session};
+use crate::GlobalStats;
 use std::sync::Arc;
 use weir_backend::{BackendConn, BackendError, ConnectParams};
 use weir_sql::{Pin, StatementKind};
@@ -22,13 +23,21 @@ impl Session {
             com::FIELD_LIST => return self.forward(cmd, Expect::FieldList, 0).await,
             com::STATISTICS => return self.forward(cmd, Expect::Single, 0).await,
             com::SET_OPTION => return self.forward(cmd, Expect::Status, Pin::UNTRACKED).await,
-            com::STMT_PREPARE => return self.forward(cmd, Expect::Prepare, Pin::PREPARED).await,
+            com::STMT_PREPARE => return self.prepare(cmd).await,
             com::STMT_EXECUTE => return self.on_statement(cmd, Expect::ResultSets).await,
             com::STMT_FETCH => return self.on_statement(cmd, Expect::Fetch).await,
             com::STMT_RESET => return self.on_statement(cmd, Expect::Status).await,
             com::STMT_SEND_LONG_DATA | com::STMT_CLOSE => {
+                let close = cmd.code() == com::STMT_CLOSE;
+                if close {
+                    GlobalStats::inc(&self.shared.stats.com_frontend_stmt_close);
+                    self.prepared.remove(&statement_id(&cmd));
+                }
                 // No reply: an unknown statement is silently ignored, as servers do.
                 if let Some(b) = self.backend.as_mut() {
+                    if close {
+                        GlobalStats::inc(&self.shared.stats.com_backend_stmt_close);
+                    }
                     if let Err(e) = forward_command(b.conn(), &cmd.raw).await {
                         tracing::debug!(error = %e, "backend failed on statement data");
                         self.drop_backend().await;
@@ -45,6 +54,7 @@ impl Session {
                 }
                 self.pins = 0;
                 self.keep_for = 0;
+                self.prepared.clear();
                 self.client.send_ok(seq, &self.ok_status()).await?;
             }
             com::CHANGE_USER => return self.change_user(&cmd).await,
@@ -98,6 +108,7 @@ impl Session {
             let p = cmd.payload();
             weir_sql::scan(p.get(1..).unwrap_or_default())
         };
+        self.counted = Some(scan.command);
         if scan.kind == StatementKind::Kill {
             if let Some((query_only, id)) = scan.kill {
                 self.kill(id, query_only, seq).await?;
@@ -105,7 +116,31 @@ impl Session {
             }
         }
         self.forward_with(cmd, Expect::ResultSets, scan.pin.0, scan.use_schema)
-            .await
+            .await?;
+        Ok(Flow::Continue)
+    }
+
+    /// COM_STMT_PREPARE: forwarded like any statement; the statement's command and text are
+    /// kept by id for the stats of its executions.
+    async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
+        let (command, text) = {
+            let p = cmd.payload();
+            let q = p.get(1..).unwrap_or_default();
+            let mut text = String::new();
+            crate::activity::fill_info(&mut text, q);
+            (weir_sql::scan(q).command, text.into_boxed_str())
+        };
+        let outcome = self
+            .forward_with(cmd, Expect::Prepare, Pin::PREPARED, None)
+            .await?;
+        if let Some(o) = outcome {
+            GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
+            if let Some(id) = o.prepared_id {
+                self.prepared.insert(id, Prepared { command, text });
+            }
+        }
+        Ok(Flow::Continue)
     }
 
     /// Sends a command that may start a statement (acquiring a backend) and relays the reply.
@@ -115,23 +150,25 @@ impl Session {
         expect: Expect,
         pins: u32,
     ) -> Result<Flow, ClientError> {
-        self.forward_with(cmd, expect, pins, None).await
+        self.forward_with(cmd, expect, pins, None).await?;
+        Ok(Flow::Continue)
     }
 
     /// As [`Session::forward`]; `use_schema` is the schema a lone `USE db` switches to.
+    /// Returns how the reply ended, `None` when no backend answered.
     async fn forward_with(
         &mut self,
         cmd: Command,
         expect: Expect,
         pins: u32,
         use_schema: Option<String>,
-    ) -> Result<Flow, ClientError> {
+    ) -> Result<Option<ReplyOutcome>, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         if self.acquire(seq).await?.is_none() {
-            return Ok(Flow::Continue);
+            return Ok(None);
         }
         let outcome = self.exchange(&cmd, expect, seq).await?;
-        if let Some(outcome) = outcome {
+        if let Some(outcome) = &outcome {
             if outcome.error.is_none() {
                 if let Some(db) = use_schema {
                     if let Some(b) = self.backend.as_mut() {
@@ -155,7 +192,7 @@ impl Session {
             }
             self.release();
         }
-        Ok(Flow::Continue)
+        Ok(outcome)
     }
 
     /// Commands about a prepared statement: only valid on the connection that prepared it.
@@ -194,11 +231,14 @@ impl Session {
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
         self.mark_running();
-        let result = {
+        let (result, server) = {
             let Some(b) = self.backend.as_mut() else {
                 return Ok(None);
             };
             let server = b.server().clone();
+            if cmd.code() == com::STMT_EXECUTE {
+                GlobalStats::inc(&self.shared.stats.com_backend_stmt_execute);
+            }
             server
                 .stats
                 .queries
@@ -222,23 +262,34 @@ impl Session {
                             .stats
                             .bytes_recv
                             .fetch_add(o.bytes, std::sync::atomic::Ordering::Relaxed);
+                        // The relay stamps the connection when the reply's last byte went out.
+                        self.reply_end = Some(conn.last_used);
                     }
-                    r
+                    (r, server)
                 }
-                Err(e) => Err(RelayError::Backend {
-                    source: e,
-                    client_bytes: false,
-                    next_seq: seq,
-                }),
+                Err(e) => (
+                    Err(RelayError::Backend {
+                        source: e,
+                        client_bytes: false,
+                        next_seq: seq,
+                    }),
+                    server,
+                ),
             }
         };
         self.clear_running();
         match result {
-            Ok(o) => Ok(Some(o)),
+            Ok(o) => {
+                if let Some(e) = &o.error {
+                    self.log_error(Some(&server), e.code, &e.message);
+                }
+                Ok(Some(o))
+            }
             Err(RelayError::Client(e)) => {
                 // The client is gone mid-statement: stop the statement on the server and
                 // drop the connection, which rolls back whatever it had open.
                 if let Some(b) = self.backend.take() {
+                    GlobalStats::inc(&self.shared.stats.server_connections_aborted);
                     let running = crate::registry::Running {
                         server: b.server().clone(),
                         backend_thread: b.conn_ref().connection_id,
@@ -255,10 +306,10 @@ impl Session {
             }) => {
                 tracing::info!(session = self.handle.id, error = %source, "backend failed during a statement");
                 let tied = self.tied();
+                let err = lost_backend(&source);
+                self.log_error(Some(&server), err.code, &err.message);
                 self.drop_backend().await;
-                self.client
-                    .send_err(next_seq, &lost_backend(&source))
-                    .await?;
+                self.client.send_err(next_seq, &err).await?;
                 if tied {
                     // Its transaction or session state died with the connection: end the
                     // session as the server would, rather than go on without that state.
@@ -278,6 +329,7 @@ impl Session {
         let Some(b) = self.backend.as_mut() else {
             return Ok(());
         };
+        let server = b.server().clone();
         match b.conn().init_db(&db).await {
             Ok(()) => {
                 self.schema = Some(db.clone());
@@ -287,13 +339,16 @@ impl Session {
                 self.release();
             }
             Err(BackendError::Server(e)) => {
+                self.log_error(Some(&server), e.code, &e.message);
                 self.client.send_err(seq, &e).await?;
                 self.release();
             }
             Err(e) => {
                 let tied = self.tied();
+                let err = lost_backend(&e);
+                self.log_error(Some(&server), err.code, &err.message);
                 self.drop_backend().await;
-                self.client.send_err(seq, &lost_backend(&e)).await?;
+                self.client.send_err(seq, &err).await?;
                 if tied {
                     return Err(ClientError::Closed);
                 }
@@ -326,6 +381,7 @@ impl Session {
         }
         self.pins = 0;
         self.keep_for = 0;
+        self.prepared.clear();
         let (user, cred, seq) = match crate::auth::change_user(
             &self.shared,
             &mut self.client,

@@ -5,16 +5,19 @@
 //! depends on it but the server crate that wires everything.
 #![forbid(unsafe_code)]
 
+mod activity;
 mod auth;
 pub mod client;
 mod commands;
 pub mod registry;
 pub mod relay;
 mod session;
+mod snapshot;
 mod stats;
 
 pub use registry::{Registry, SessionHandle};
 pub use session::serve;
+pub use snapshot::{stats_snapshot, stats_snapshot_reset};
 pub use stats::GlobalStats;
 
 use arc_swap::ArcSwap;
@@ -37,6 +40,10 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// Global counters.
     pub stats: GlobalStats,
+    /// Statement counts and latencies per command (stats_mysql_commands_counters).
+    pub commands: weir_stats::CommandCounters,
+    /// Errors from backends and failed connects (stats_mysql_errors).
+    pub errors: weir_stats::ErrorLog,
     /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
     /// weir can log in to backends as them.
     learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
@@ -51,6 +58,9 @@ impl Shared {
             registry: Arc::new(Registry::default()),
             shutdown: CancellationToken::new(),
             stats: GlobalStats::default(),
+            // One shard per worker: sessions on different event loops count apart.
+            commands: weir_stats::CommandCounters::new(weir_pool::worker::count()),
+            errors: weir_stats::ErrorLog::new(),
             learned_stage1: Mutex::new(HashMap::new()),
         })
     }

@@ -1,9 +1,11 @@
 //! Every live client session by id: for KILL, the process list and connection limits.
 
+use crate::activity::Activity;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use weir_pool::{LoginTemplate, ServerState};
 
@@ -26,10 +28,16 @@ pub struct SessionHandle {
     pub user: Mutex<String>,
     /// Client address.
     pub host: String,
+    /// Client port (0 for Unix sockets).
+    pub port: u16,
+    /// Index of the worker thread (event loop) the session runs on.
+    pub worker: u32,
     /// Cancelled to end the session (KILL CONNECTION).
     pub kill: CancellationToken,
     /// The statement running on a backend, if any.
     pub running: Mutex<Option<Running>>,
+    /// What the session is doing (processlist); only the session writes it.
+    pub(crate) activity: Mutex<Activity>,
 }
 
 /// All sessions.
@@ -58,8 +66,13 @@ impl Drop for Registration {
 }
 
 impl Registry {
-    /// Registers a new session.
-    pub fn register(self: &Arc<Self>, host: String, parent: &CancellationToken) -> Registration {
+    /// Registers a new session of the client at `host`:`port`, on the calling worker.
+    pub fn register(
+        self: &Arc<Self>,
+        host: String,
+        port: u16,
+        parent: &CancellationToken,
+    ) -> Registration {
         let id = loop {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
             if id != 0 && !self.sessions.lock().contains_key(&id) {
@@ -70,8 +83,11 @@ impl Registry {
             id,
             user: Mutex::new(String::new()),
             host,
+            port,
+            worker: u32::try_from(weir_pool::worker::current()).unwrap_or(u32::MAX),
             kill: parent.child_token(),
             running: Mutex::new(None),
+            activity: Mutex::new(Activity::new(Instant::now())),
         });
         self.sessions.lock().insert(id, handle.clone());
         Registration {
@@ -109,6 +125,11 @@ impl Registry {
         }
         *n += 1;
         true
+    }
+
+    /// Logged-in sessions per user (stats_mysql_users).
+    pub fn user_connections(&self) -> HashMap<String, u32> {
+        self.per_user.lock().clone()
     }
 
     /// Releases a login counted by [`Registry::enter_user`].

@@ -1,16 +1,21 @@
 //! The session: accept → handshake → command loop → cleanup, and the backend connection it
 //! holds between statements only when something ties it there.
 
+use crate::activity::{self, SLEEP};
 use crate::auth::{handshake, LoginError};
-use crate::client::{ClientConn, ClientError};
+use crate::client::{ClientConn, ClientError, Command};
 use crate::registry::{Running, SessionHandle};
 use crate::{GlobalStats, Shared};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use weir_backend::{BackendError, Stream, CORRECTNESS_CAPS};
 use weir_config::User;
-use weir_pool::{LoginTemplate, PoolError, PoolKey, PooledConn};
+use weir_pool::{LoginTemplate, PoolError, PoolKey, PooledConn, ServerState};
+use weir_sql::SqlCommand;
+use weir_stats::ErrorKey;
 use weir_wire::msg::ErrInfo;
-use weir_wire::{errcode, status};
+use weir_wire::{com, errcode, status};
 
 /// One client session.
 pub struct Session {
@@ -29,6 +34,22 @@ pub struct Session {
     pub(crate) pins: u32,
     /// Statements left during which the connection stays after an auto-increment insert.
     pub(crate) keep_for: u32,
+    /// Prepared statements by id: their command and text, for the commands counters and the
+    /// processlist of COM_STMT_EXECUTE.
+    pub(crate) prepared: HashMap<u32, Prepared>,
+    /// The statement command of the command being handled, counted when it ends.
+    pub(crate) counted: Option<SqlCommand>,
+    /// When the backend's reply to the current command was fully relayed (the relay reads
+    /// the clock there anyway; reused rather than read again).
+    pub(crate) reply_end: Option<Instant>,
+}
+
+/// A statement prepared by the client.
+pub(crate) struct Prepared {
+    /// Its command (SELECT, INSERT...), under which its executions are counted.
+    pub(crate) command: SqlCommand,
+    /// Its text, truncated to [`activity::INFO_MAX`] bytes.
+    pub(crate) text: Box<str>,
 }
 
 /// What the command loop does next.
@@ -44,7 +65,7 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
     let runtime = shared.runtime.load_full();
     let registration = shared
         .registry
-        .register(client.host.clone(), &shared.shutdown);
+        .register(client.host.clone(), client.port, &shared.shutdown);
     let handle = registration.handle.clone();
     if shared.registry.len() > runtime.mysql.max_connections as usize {
         GlobalStats::inc(&shared.stats.client_connections_aborted);
@@ -107,7 +128,11 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         backend: None,
         pins: 0,
         keep_for: 0,
+        prepared: HashMap::new(),
+        counted: None,
+        reply_end: None,
     };
+    session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
         status: status::AUTOCOMMIT,
         ..Default::default()
@@ -123,7 +148,13 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
 impl Session {
     async fn run(&mut self) {
         loop {
-            let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
+            let (max, long_query) = {
+                let rt = self.shared.runtime.load();
+                (
+                    rt.mysql.max_allowed_packet as usize,
+                    rt.mysql.long_query_time,
+                )
+            };
             let cmd = tokio::select! {
                 biased;
                 r = self.client.read_command(max) => r,
@@ -144,8 +175,15 @@ impl Session {
                 }
                 Err(_) => break,
             };
+            let started = Instant::now();
             GlobalStats::inc(&self.shared.stats.questions);
-            match self.dispatch(cmd).await {
+            if cmd.code() == com::QUIT {
+                break;
+            }
+            self.begin_command(&cmd, started);
+            let flow = self.dispatch(cmd).await;
+            self.end_command(started, long_query);
+            match flow {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => break,
                 Err(e) => {
@@ -154,6 +192,98 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Publishes the command as running (processlist) and notes which statement command it
+    /// counts as.
+    pub(crate) fn begin_command(&mut self, cmd: &Command, started: Instant) {
+        self.counted = None;
+        self.reply_end = None;
+        let code = cmd.code();
+        // The text is in the first frame: a command split into frames has 16 MiB there.
+        let text = || {
+            cmd.raw
+                .get(5..)
+                .map(|t| t.get(..activity::INFO_MAX).unwrap_or(t))
+        };
+        let info: Option<&[u8]> = match code {
+            com::QUERY | com::STMT_PREPARE => text(),
+            com::STMT_EXECUTE => {
+                GlobalStats::inc(&self.shared.stats.com_frontend_stmt_execute);
+                let p = self.prepared.get(&statement_id(cmd));
+                self.counted = Some(p.map_or(SqlCommand::Execute, |p| p.command));
+                p.map(|p| p.text.as_bytes())
+            }
+            _ => None,
+        };
+        self.handle
+            .activity
+            .lock()
+            .begin(activity::command_name(code), started, info);
+    }
+
+    /// Counts the command's latency and publishes the session as idle.
+    pub(crate) fn end_command(&mut self, started: Instant, long_query: Duration) {
+        let relayed = self.reply_end.take();
+        let ended = relayed.unwrap_or_else(Instant::now);
+        let elapsed = ended.saturating_duration_since(started);
+        let stats = &self.shared.stats;
+        if relayed.is_some() {
+            GlobalStats::add_nanos(&stats.backend_query_time_nsec, elapsed);
+        }
+        if let Some(c) = self.counted.take() {
+            self.shared.commands.record(c, elapsed);
+            if elapsed > long_query {
+                GlobalStats::inc(&stats.slow_queries);
+            }
+        }
+        self.publish_idle(ended);
+    }
+
+    /// Publishes the session as idle since `since`, with its schema, hostgroup and the
+    /// backend connection it keeps, if any.
+    pub(crate) fn publish_idle(&self, since: Instant) {
+        let held = self.backend.as_ref().map(|b| b.server());
+        let in_trans = self
+            .backend
+            .as_ref()
+            .is_some_and(|b| b.conn_ref().in_transaction());
+        let schema = self.schema.as_deref().unwrap_or("");
+        let mut a = self.handle.activity.lock();
+        a.command = SLEEP;
+        a.since = since;
+        a.has_info = false;
+        a.hostgroup = self.hostgroup;
+        a.in_trans = in_trans;
+        // Cloning the Arc would touch a reference count every session shares: only on change.
+        let same = match (held, &a.held) {
+            (Some(h), Some(cur)) => Arc::ptr_eq(h, cur),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            a.held = held.cloned();
+        }
+        if a.schema != schema {
+            a.schema.clear();
+            a.schema.push_str(schema);
+        }
+    }
+
+    /// Logs an error for stats_mysql_errors: from `server` when one answered or was in use,
+    /// else against the session's hostgroup with no host.
+    pub(crate) fn log_error(&self, server: Option<&ServerState>, errno: u16, message: &str) {
+        let spec = server.map(|s| s.spec());
+        let key = ErrorKey {
+            hostgroup: spec.as_ref().map_or(self.hostgroup, |s| s.hostgroup),
+            hostname: spec.as_ref().map_or("", |s| s.hostname.as_str()),
+            port: spec.as_ref().map_or(0, |s| s.port),
+            username: &self.user.username,
+            client_address: &self.handle.host,
+            schemaname: self.schema.as_deref().unwrap_or(""),
+            errno,
+        };
+        self.shared.errors.record(&key, message);
     }
 
     /// Gives back or closes the held backend connection when the client leaves.
@@ -197,7 +327,9 @@ impl Session {
                 Ok(c) => self.backend = Some(c),
                 Err(e) => {
                     GlobalStats::inc(&self.shared.stats.backend_errors);
-                    self.client.send_err(seq, &pool_error(&e)).await?;
+                    let err = pool_error(&e);
+                    self.log_error(None, err.code, &e.to_string());
+                    self.client.send_err(seq, &err).await?;
                     return Ok(None);
                 }
             }
@@ -206,16 +338,20 @@ impl Session {
         let want = self.schema.clone();
         if let (Some(want), Some(b)) = (want, self.backend.as_mut()) {
             if b.conn_ref().schema.as_deref() != Some(want.as_str()) {
+                let server = b.server().clone();
                 match b.conn().init_db(&want).await {
                     Ok(()) => {}
                     Err(BackendError::Server(e)) => {
+                        self.log_error(Some(&server), e.code, &e.message);
                         self.client.send_err(seq, &e).await?;
                         self.release();
                         return Ok(None);
                     }
                     Err(e) => {
+                        let err = lost_backend(&e);
+                        self.log_error(Some(&server), err.code, &err.message);
                         self.drop_backend().await;
-                        self.client.send_err(seq, &lost_backend(&e)).await?;
+                        self.client.send_err(seq, &err).await?;
                         return Ok(None);
                     }
                 }
@@ -257,6 +393,7 @@ impl Session {
     /// Closes the held connection (after an error on it).
     pub(crate) async fn drop_backend(&mut self) {
         if let Some(b) = self.backend.take() {
+            GlobalStats::inc(&self.shared.stats.server_connections_aborted);
             b.close().await;
         }
     }
@@ -269,6 +406,13 @@ impl Session {
                 .as_ref()
                 .is_some_and(|b| b.conn_ref().status & status::IN_TRANS != 0)
     }
+}
+
+/// The statement id of a COM_STMT_* command (0 when the packet is too short).
+pub(crate) fn statement_id(cmd: &Command) -> u32 {
+    cmd.raw
+        .get(5..9)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// The client-facing error for a pool failure.

@@ -1,10 +1,15 @@
 //! Global counters (stats_mysql_global), plain atomics read when asked.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-/// Counters for the whole proxy.
-#[derive(Debug, Default)]
+/// Counters for the whole proxy. Each is bumped with one relaxed atomic add where the event
+/// happens; gauges (connected clients, open transactions...) are computed at snapshot time
+/// instead of being maintained on the data path.
+#[derive(Debug)]
 pub struct GlobalStats {
+    /// When weir started (ProxySQL_Uptime).
+    pub started: Instant,
     /// Client connections accepted.
     pub client_connections_created: AtomicU64,
     /// Client connections refused or failed at handshake.
@@ -13,11 +18,62 @@ pub struct GlobalStats {
     pub questions: AtomicU64,
     /// Backend connection failures seen by sessions.
     pub backend_errors: AtomicU64,
+    /// Backend connections closed by sessions after an error on them (with the pool's failed
+    /// connects: Server_Connections_aborted).
+    pub server_connections_aborted: AtomicU64,
+    /// Time of commands relayed from a backend, from receipt to the end of the reply.
+    pub backend_query_time_nsec: AtomicU64,
+    /// Statements slower than mysql-long_query_time.
+    pub slow_queries: AtomicU64,
+    /// COM_STMT_PREPARE received from clients.
+    pub com_frontend_stmt_prepare: AtomicU64,
+    /// COM_STMT_EXECUTE received from clients.
+    pub com_frontend_stmt_execute: AtomicU64,
+    /// COM_STMT_CLOSE received from clients.
+    pub com_frontend_stmt_close: AtomicU64,
+    /// COM_STMT_PREPARE sent to backends.
+    pub com_backend_stmt_prepare: AtomicU64,
+    /// COM_STMT_EXECUTE sent to backends.
+    pub com_backend_stmt_execute: AtomicU64,
+    /// COM_STMT_CLOSE sent to backends.
+    pub com_backend_stmt_close: AtomicU64,
+}
+
+impl Default for GlobalStats {
+    fn default() -> Self {
+        GlobalStats {
+            started: Instant::now(),
+            client_connections_created: AtomicU64::new(0),
+            client_connections_aborted: AtomicU64::new(0),
+            questions: AtomicU64::new(0),
+            backend_errors: AtomicU64::new(0),
+            server_connections_aborted: AtomicU64::new(0),
+            backend_query_time_nsec: AtomicU64::new(0),
+            slow_queries: AtomicU64::new(0),
+            com_frontend_stmt_prepare: AtomicU64::new(0),
+            com_frontend_stmt_execute: AtomicU64::new(0),
+            com_frontend_stmt_close: AtomicU64::new(0),
+            com_backend_stmt_prepare: AtomicU64::new(0),
+            com_backend_stmt_execute: AtomicU64::new(0),
+            com_backend_stmt_close: AtomicU64::new(0),
+        }
+    }
 }
 
 impl GlobalStats {
     /// Adds one to a counter.
     pub fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds a duration, in nanoseconds, to a counter.
+    pub fn add_nanos(counter: &AtomicU64, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        counter.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Reads a counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
     }
 }

@@ -3,6 +3,8 @@
 //! the common path, never panics on any input.
 #![forbid(unsafe_code)]
 
+mod command;
 mod scan;
 
+pub use command::SqlCommand;
 pub use scan::{scan, Pin, QueryScan, StatementKind};

@@ -1,6 +1,8 @@
 //! The one-pass scanner: skips string literals, quoted identifiers and comments, and looks at
 //! the first keyword of every statement plus a few identifiers anywhere.
 
+use crate::command::{command_of, SqlCommand};
+
 /// The first keyword of a statement, as far as weir cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatementKind {
@@ -77,6 +79,8 @@ pub struct QueryScan {
     pub use_schema: Option<String>,
     /// For a lone `KILL [QUERY|CONNECTION] n`: (query only, id).
     pub kill: Option<(bool, u64)>,
+    /// ProxySQL's command for the first statement (stats_mysql_commands_counters).
+    pub command: SqlCommand,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -92,33 +96,39 @@ pub fn scan(q: &[u8]) -> QueryScan {
         reads_last_insert_id: false,
         use_schema: None,
         kill: None,
+        command: SqlCommand::Unknown,
     };
-    // Words of the current statement we still want to look at (its first three).
-    let mut words: [&[u8]; 3] = [&[]; 3];
+    // Words of the current statement we still want to look at (its first four).
+    let mut words: [&[u8]; 4] = [&[]; 4];
     let mut nwords = 0usize;
+    // Whether the previous word was FOR, and whether FOR UPDATE was seen in this statement.
+    let mut after_for = false;
+    let mut for_update = false;
     let mut stmt_start = 0usize;
     let mut i = 0usize;
     let n = q.len();
-    let finish = |out: &mut QueryScan, words: &[&[u8]; 3], nwords: usize, text: &[u8]| {
-        if nwords == 0 {
-            return;
-        }
-        out.statements += 1;
-        let (kind, pin) = classify(words, nwords);
-        if out.statements == 1 {
-            out.kind = kind;
-            if kind == StatementKind::Use {
-                out.use_schema = parse_use(text);
+    let finish =
+        |out: &mut QueryScan, words: &[&[u8]; 4], nwords: usize, for_update: bool, text: &[u8]| {
+            if nwords == 0 {
+                return;
             }
-            if kind == StatementKind::Kill {
-                out.kill = parse_kill(words, nwords);
+            out.statements += 1;
+            let (kind, pin) = classify(words, nwords);
+            if out.statements == 1 {
+                out.kind = kind;
+                out.command = command_of(&words[..nwords], for_update);
+                if kind == StatementKind::Use {
+                    out.use_schema = parse_use(text);
+                }
+                if kind == StatementKind::Kill {
+                    out.kill = parse_kill(words, nwords);
+                }
+            } else {
+                out.use_schema = None;
+                out.kill = None;
             }
-        } else {
-            out.use_schema = None;
-            out.kill = None;
-        }
-        out.pin.0 |= pin;
-    };
+            out.pin.0 |= pin;
+        };
     while i < n {
         let b = q[i];
         match b {
@@ -176,8 +186,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 }
             }
             b';' => {
-                finish(&mut out, &words, nwords, &q[stmt_start..i]);
+                finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
                 nwords = 0;
+                after_for = false;
+                for_update = false;
                 i += 1;
                 stmt_start = i;
             }
@@ -187,9 +199,15 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     i += 1;
                 }
                 let w = &q[start..i];
-                if nwords < 3 {
+                if nwords < 4 {
                     words[nwords] = w;
                     nwords += 1;
+                }
+                if w.len() == 3 && w.eq_ignore_ascii_case(b"FOR") {
+                    after_for = true;
+                } else {
+                    for_update |= after_for && w.eq_ignore_ascii_case(b"UPDATE");
+                    after_for = false;
                 }
                 if w.len() >= 9 {
                     if w.eq_ignore_ascii_case(b"GET_LOCK")
@@ -213,7 +231,13 @@ pub fn scan(q: &[u8]) -> QueryScan {
         }
     }
     let end = n.min(q.len());
-    finish(&mut out, &words, nwords, &q[stmt_start.min(end)..end]);
+    finish(
+        &mut out,
+        &words,
+        nwords,
+        for_update,
+        &q[stmt_start.min(end)..end],
+    );
     out
 }
 
@@ -221,7 +245,7 @@ fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
-fn classify(words: &[&[u8]; 3], nwords: usize) -> (StatementKind, u32) {
+fn classify(words: &[&[u8]; 4], nwords: usize) -> (StatementKind, u32) {
     let w0 = words[0];
     let w1 = if nwords > 1 { words[1] } else { &[][..] };
     let w2 = if nwords > 2 { words[2] } else { &[][..] };
@@ -281,7 +305,7 @@ fn parse_use(text: &[u8]) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-fn parse_kill(words: &[&[u8]; 3], nwords: usize) -> Option<(bool, u64)> {
+fn parse_kill(words: &[&[u8]; 4], nwords: usize) -> Option<(bool, u64)> {
     let num = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<u64>().ok();
     match nwords {
         2 => Some((false, num(words[1])?)),

@@ -1,3 +1,19 @@
 //! Counters recorded on the data path and the typed snapshots that the admin's `stats_*`
-//! tables (and later Prometheus) are filled from. No I/O, no SQLite.
+//! tables (and later Prometheus) are filled from. No I/O, no SQLite, no async.
+//!
+//! The recorders here are the ones that do not belong to a narrower crate: per-command
+//! latency histograms ([`CommandCounters`]) and the backend error log ([`ErrorLog`]). Pool
+//! and session counters live with what they count; the session crate copies everything into
+//! a [`Snapshot`] when the admin asks.
 #![forbid(unsafe_code)]
+
+mod commands;
+mod errors;
+mod snapshot;
+
+pub use commands::{CommandCounters, BUCKET_BOUNDS_US, BUCKET_NAMES};
+pub use errors::{ErrorKey, ErrorLog, MAX_ERROR_ENTRIES};
+pub use snapshot::{CommandRow, ErrorRow, PoolRow, ProcessRow, Snapshot, UserRow};
+/// The statement commands counted in `stats_mysql_commands_counters`; weir_sql's scanner
+/// finds them, so the classification stays in one pass over the query.
+pub use weir_sql::SqlCommand as Command;

@@ -1,0 +1,218 @@
+//! Copies of the live counters into [`weir_stats::Snapshot`] for the admin's `stats_*`
+//! tables. Cheap for the data path: atomics are read, the registry lock is held only to clone
+//! the list of sessions, and each session's activity lock only to copy its record.
+
+use crate::activity::{CONNECT, SLEEP};
+use crate::registry::SessionHandle;
+use crate::{GlobalStats, Shared};
+use std::sync::Arc;
+use std::time::Instant;
+use weir_pool::ServerSnapshot;
+use weir_stats::{PoolRow, ProcessRow, Snapshot, UserRow};
+
+/// Every stats table's rows, as they are now.
+pub fn stats_snapshot(shared: &Shared) -> Snapshot {
+    build(shared, false, false)
+}
+
+/// As [`stats_snapshot`], and the counters behind the `_reset` tables zeroed as they are
+/// read: the pool's cumulative counters when `pool` (stats_mysql_connection_pool_reset), the
+/// error log when `errors` (stats_mysql_errors_reset). The returned snapshot holds the values
+/// from before the reset.
+pub fn stats_snapshot_reset(shared: &Shared, pool: bool, errors: bool) -> Snapshot {
+    build(shared, pool, errors)
+}
+
+/// Gauges counted while walking the sessions.
+#[derive(Default)]
+struct SessionGauges {
+    non_idle: u64,
+    in_transaction: u64,
+}
+
+fn build(shared: &Shared, reset_pool: bool, reset_errors: bool) -> Snapshot {
+    let now = Instant::now();
+    let sessions = shared.registry.all();
+    let mut gauges = SessionGauges::default();
+    let mut processlist: Vec<ProcessRow> = sessions
+        .iter()
+        .map(|h| process_row(h, now, &mut gauges))
+        .collect();
+    processlist.sort_unstable_by_key(|r| r.session_id);
+    let servers = if reset_pool {
+        shared.pool.snapshot_and_reset()
+    } else {
+        shared.pool.snapshot()
+    };
+    let errors = if reset_errors {
+        shared.errors.snapshot_and_reset()
+    } else {
+        shared.errors.snapshot()
+    };
+    Snapshot {
+        global: global_rows(shared, &servers, sessions.len() as u64, &gauges),
+        processlist,
+        commands: shared.commands.snapshot(),
+        users: user_rows(shared),
+        errors,
+        connection_pool: servers.iter().map(pool_row).collect(),
+    }
+}
+
+fn process_row(h: &SessionHandle, now: Instant, gauges: &mut SessionGauges) -> ProcessRow {
+    // Each lock is taken alone, never nested: the session takes them one at a time too.
+    let (command, since, info, db, hostgroup, held, in_trans) = {
+        let a = h.activity.lock();
+        (
+            a.command,
+            a.since,
+            a.has_info.then(|| a.info.clone()),
+            a.schema.clone(),
+            a.hostgroup,
+            a.held.clone(),
+            a.in_trans,
+        )
+    };
+    let running = h.running.lock().as_ref().map(|r| r.server.clone());
+    let user = h.user.lock().clone();
+    let idle = command == SLEEP || command == CONNECT;
+    if !idle {
+        gauges.non_idle += 1;
+    }
+    if in_trans {
+        gauges.in_transaction += 1;
+    }
+    let server = running.or(held);
+    let spec = server.as_ref().map(|s| s.spec());
+    ProcessRow {
+        thread_id: h.worker,
+        session_id: h.id,
+        user,
+        db,
+        cli_host: h.host.clone(),
+        cli_port: h.port,
+        hostgroup: match &spec {
+            Some(s) => Some(s.hostgroup),
+            None if !idle => Some(hostgroup),
+            None => None,
+        },
+        l_srv_host: String::new(),
+        l_srv_port: 0,
+        srv_host: spec
+            .as_ref()
+            .map(|s| s.hostname.clone())
+            .unwrap_or_default(),
+        srv_port: spec.as_ref().map_or(0, |s| s.port),
+        command: command.to_string(),
+        time_ms: u64::try_from(now.saturating_duration_since(since).as_millis())
+            .unwrap_or(u64::MAX),
+        info,
+    }
+}
+
+fn pool_row(s: &ServerSnapshot) -> PoolRow {
+    PoolRow {
+        hostgroup: s.spec.hostgroup,
+        srv_host: s.spec.hostname.clone(),
+        srv_port: s.spec.port,
+        status: s.status.as_str().to_string(),
+        conn_used: u64::from(s.conn_used),
+        conn_free: u64::from(s.conn_free),
+        conn_ok: s.conn_ok,
+        conn_err: s.conn_err,
+        max_conn_used: u64::from(s.max_conn_used),
+        queries: s.queries,
+        bytes_sent: s.bytes_sent,
+        bytes_recv: s.bytes_recv,
+        latency_us: 0,
+    }
+}
+
+fn user_rows(shared: &Shared) -> Vec<UserRow> {
+    let counts = shared.registry.user_connections();
+    let runtime = shared.runtime.load();
+    let mut users: Vec<&Arc<weir_config::User>> = runtime.frontend_users.values().collect();
+    users.sort_unstable_by(|a, b| a.username.cmp(&b.username));
+    users
+        .into_iter()
+        .map(|u| UserRow {
+            username: u.username.clone(),
+            frontend_connections: u64::from(counts.get(&u.username).copied().unwrap_or(0)),
+            frontend_max_connections: u64::from(u.max_connections),
+        })
+        .collect()
+}
+
+fn global_rows(
+    shared: &Shared,
+    servers: &[ServerSnapshot],
+    clients: u64,
+    gauges: &SessionGauges,
+) -> Vec<(String, String)> {
+    let st = &shared.stats;
+    let get = GlobalStats::get;
+    let totals = shared.pool.totals();
+    let server_connected: u64 = servers
+        .iter()
+        .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
+        .sum();
+    let rows: [(&str, u64); 27] = [
+        ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
+        ("Active_Transactions", gauges.in_transaction),
+        (
+            "Client_Connections_aborted",
+            get(&st.client_connections_aborted),
+        ),
+        ("Client_Connections_connected", clients),
+        (
+            "Client_Connections_created",
+            get(&st.client_connections_created),
+        ),
+        (
+            "Server_Connections_aborted",
+            totals.connects_failed + get(&st.server_connections_aborted),
+        ),
+        ("Server_Connections_connected", server_connected),
+        ("Server_Connections_created", totals.connects_ok),
+        ("Client_Connections_non_idle", gauges.non_idle),
+        ("Backend_query_time_nsec", get(&st.backend_query_time_nsec)),
+        // No query rules are evaluated yet.
+        ("Query_Processor_time_nsec", 0),
+        (
+            "Com_backend_stmt_prepare",
+            get(&st.com_backend_stmt_prepare),
+        ),
+        (
+            "Com_backend_stmt_execute",
+            get(&st.com_backend_stmt_execute),
+        ),
+        ("Com_backend_stmt_close", get(&st.com_backend_stmt_close)),
+        (
+            "Com_frontend_stmt_prepare",
+            get(&st.com_frontend_stmt_prepare),
+        ),
+        (
+            "Com_frontend_stmt_execute",
+            get(&st.com_frontend_stmt_execute),
+        ),
+        ("Com_frontend_stmt_close", get(&st.com_frontend_stmt_close)),
+        ("Questions", get(&st.questions)),
+        ("Slow_queries", get(&st.slow_queries)),
+        // No query cache yet.
+        ("Query_Cache_Memory_bytes", 0),
+        ("Query_Cache_count_GET", 0),
+        ("Query_Cache_count_GET_OK", 0),
+        ("Query_Cache_count_SET", 0),
+        ("Query_Cache_bytes_IN", 0),
+        ("Query_Cache_bytes_OUT", 0),
+        ("Query_Cache_Purged", 0),
+        ("Query_Cache_Entries", 0),
+    ];
+    rows.iter()
+        .map(|(k, v)| ((*k).to_string(), v.to_string()))
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "snapshot_tests.rs"]
+mod tests;
