@@ -126,6 +126,13 @@ CREATE TABLE demo (id INT AUTO_INCREMENT PRIMARY KEY, msg VARCHAR(100) NOT NULL,
 INSERT INTO demo (msg, written_on) VALUES ('hello through weir', @@server_id);
 SELECT * FROM demo;"
 
+say "the admin interface: what weir runs now, and its connection pool"
+printf '\n$ mariadb -h127.0.0.1 -P%s -uadmin -padmin\n' "$WEIR_ADMIN_PORT"
+ADMIN_SQL='SELECT hostgroup_id, hostname, port, status, weight FROM runtime_mysql_servers;
+SELECT hostgroup, srv_host, srv_port, status, ConnUsed, ConnFree, Queries FROM stats_mysql_connection_pool;'
+printf '%s\n' "$ADMIN_SQL" | sed 's/^/  > /'
+mariadb --protocol=tcp -h127.0.0.1 -P"$WEIR_ADMIN_PORT" -uadmin -padmin -t -e "$ADMIN_SQL"
+
 say "the row replicated to replica1 (asked directly on port $REPLICA1_PORT)"
 i=0
 until [ "$(sql "$REPLICA1_PORT" -Nse 'SELECT COUNT(*) FROM weirtest.demo' 2>/dev/null)" = 1 ]; do
@@ -139,6 +146,8 @@ say "weir is running"
 cat <<EOF
     connect:   mysql -h127.0.0.1 -P$WEIR_PORT -u$WEIR_USER -p$WEIR_PASS weirtest
                (or the mariadb client; the user weir exists on every server)
+    admin:     mysql -h127.0.0.1 -P$WEIR_ADMIN_PORT -uadmin -padmin
+               (ProxySQL-style admin: SELECT * FROM runtime_mysql_servers; see docs/admin.md)
     primary:   mysql -h127.0.0.1 -P$PRIMARY_PORT -u$WEIR_USER -p$WEIR_PASS
     replicas:  ports $REPLICA1_PORT and $REPLICA2_PORT, same user
     config:    $CONFIG

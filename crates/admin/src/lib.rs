@@ -8,7 +8,14 @@
 //! else is SQL for the store.
 #![forbid(unsafe_code)]
 
+mod conn;
+mod control;
+mod exec;
 mod grammar;
+mod stats_tables;
 pub mod store;
 
+pub use conn::{serve_connection, Peer};
+pub use control::{Control, StatsReset};
+pub use exec::{bootstrap, Admin, AdminError, AdminSession, Reply, Role};
 pub use grammar::{parse, AdminCommand, AdminParseError, Layer, Module, Parsed};

@@ -2,9 +2,11 @@
 //! listeners, accept loops, signals and the shutdown phases.
 #![forbid(unsafe_code)]
 
+mod control;
 mod listen;
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -33,6 +35,9 @@ pub enum StartError {
     /// No data directory was given.
     #[error("no data directory: pass -D DATADIR or set `datadir` in the configuration file")]
     NoDatadir,
+    /// The admin database could not be opened or holds an unusable configuration.
+    #[error("{0}")]
+    Store(String),
     /// An I/O failure at startup (datadir, listeners, runtime).
     #[error("{context}: {source}")]
     Io {
@@ -91,7 +96,14 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         context: format!("cannot create data directory {}", datadir.display()),
         source: e,
     })?;
-    let runtime = Arc::new(Runtime::build(&file.tables).map_err(StartError::Config)?);
+    let (store, tables) = weir_admin::bootstrap(&datadir, &file.tables, opts.initial)
+        .map_err(|e| StartError::Store(e.message))?;
+    let runtime = Arc::new(Runtime::build(&tables).map_err(|e| {
+        StartError::Store(format!(
+            "the configuration in {} is invalid (fix it with the admin interface after starting with --initial, or correct the file):\n{e}",
+            datadir.join("weir.db").display()
+        ))
+    })?);
     for w in &runtime.warnings {
         tracing::warn!("{w}");
     }
@@ -100,6 +112,16 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     let pool = Arc::new(Pool::new(pool_settings(&runtime)));
     pool.apply_servers(&server_specs(&runtime));
     let shared = Shared::new(runtime.clone(), pool.clone());
+    let paused = Arc::new(AtomicBool::new(false));
+    let shutdown_requested = CancellationToken::new();
+    let control = Arc::new(control::ProxyControl {
+        shared: shared.clone(),
+        pool: pool.clone(),
+        paused: paused.clone(),
+        shutdown: shutdown_requested.clone(),
+    });
+    let admin = Arc::new(weir_admin::Admin::new(store, control, opts.config.clone()));
+    let admin_listeners = listen::bind_all(&runtime.admin.mysql_ifaces)?;
     let listeners = listen::bind_all(&runtime.mysql.interfaces)?;
     let tracker = TaskTracker::new();
     let stop = CancellationToken::new();
@@ -114,16 +136,35 @@ pub fn run(opts: Options) -> Result<(), StartError> {
                 source: e,
             })?;
         let (shared, tracker, stop) = (shared.clone(), tracker.clone(), stop.clone());
+        let paused = paused.clone();
         let grace = runtime.mysql.shutdown_grace_period;
         let handle = std::thread::Builder::new()
             .name(format!("weir-worker-{i}"))
-            .spawn(move || worker(i, mine, shared, tracker, stop, grace))
+            .spawn(move || worker(i, mine, shared, tracker, stop, grace, paused))
             .map_err(|e| StartError::Io {
                 context: "cannot start a worker thread".into(),
                 source: e,
             })?;
         workers.push(handle);
     }
+    let admin_thread = {
+        let mine = admin_listeners
+            .iter()
+            .map(listen::Listener::try_clone)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| StartError::Io {
+                context: "cannot hand the admin listeners to the admin thread".into(),
+                source: e,
+            })?;
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("weir-admin".into())
+            .spawn(move || admin_thread(mine, admin, stop))
+            .map_err(|e| StartError::Io {
+                context: "cannot start the admin thread".into(),
+                source: e,
+            })?
+    };
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         threads,
@@ -139,7 +180,14 @@ pub fn run(opts: Options) -> Result<(), StartError> {
             context: "cannot start the signal handler".into(),
             source: e,
         })?;
-    signals.block_on(wait_for_signal());
+    signals.block_on(async {
+        tokio::select! {
+            _ = wait_for_signal() => {}
+            _ = shutdown_requested.cancelled() => {
+                tracing::info!("shutdown requested through the admin interface");
+            }
+        }
+    });
     tracing::info!("shutting down: no new connections; in-flight statements may finish");
     stop.cancel();
     shared.shutdown.cancel();
@@ -149,9 +197,12 @@ pub fn run(opts: Options) -> Result<(), StartError> {
             tracing::error!("a worker thread panicked");
         }
     }
+    if admin_thread.join().is_err() {
+        tracing::error!("the admin thread panicked");
+    }
     // Retiring every server closes the idle backend connections.
     pool.apply_servers(&[]);
-    for l in &listeners {
+    for l in listeners.iter().chain(&admin_listeners) {
         l.remove_socket_file();
     }
     tracing::info!("weir stopped");
@@ -165,6 +216,7 @@ fn worker(
     tracker: TaskTracker,
     stop: CancellationToken,
     grace: Duration,
+    paused: Arc<AtomicBool>,
 ) {
     weir_pool::worker::enter(index);
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -182,7 +234,13 @@ fn worker(
             match l.into_tokio() {
                 Ok(l) => {
                     let (shared, tracker2, stop) = (shared.clone(), tracker.clone(), stop.clone());
-                    tracker.spawn(listen::accept_loop(l, shared, tracker2, stop));
+                    tracker.spawn(listen::accept_loop(
+                        l,
+                        shared,
+                        tracker2,
+                        stop,
+                        paused.clone(),
+                    ));
                 }
                 Err(e) => tracing::error!(worker = index, error = %e, "cannot register a listener"),
             }
@@ -198,6 +256,38 @@ fn worker(
         }
     });
     rt.shutdown_timeout(Duration::from_millis(100));
+}
+
+/// The admin interface runs on its own thread and event loop, apart from client traffic, so
+/// a slow or huge admin query never delays a client's statement.
+fn admin_thread(
+    listeners: Vec<listen::Listener>,
+    admin: Arc<weir_admin::Admin>,
+    stop: CancellationToken,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(4)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the admin event loop");
+            return;
+        }
+    };
+    rt.block_on(async {
+        for l in listeners {
+            match l.into_tokio() {
+                Ok(l) => {
+                    tokio::spawn(listen::admin_accept_loop(l, admin.clone(), stop.clone()));
+                }
+                Err(e) => tracing::error!(error = %e, "cannot register an admin listener"),
+            }
+        }
+        stop.cancelled().await;
+    });
+    rt.shutdown_timeout(Duration::from_millis(500));
 }
 
 async fn wait_for_signal() {

@@ -1,7 +1,9 @@
 //! Listeners on every configured interface (TCP and Unix sockets) and their accept loops.
 
 use crate::StartError;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -107,12 +109,14 @@ fn bind_tcp(hp: &str) -> std::io::Result<std::net::TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::other("address resolves to nothing")))
 }
 
-/// Accepts until `stop` is cancelled, one session task per connection.
+/// Accepts until `stop` is cancelled, one session task per connection. While `paused`
+/// (PROXYSQL PAUSE), new clients get an error instead of a session.
 pub async fn accept_loop(
     l: AsyncListener,
     shared: Arc<Shared>,
     tracker: TaskTracker,
     stop: CancellationToken,
+    paused: Arc<AtomicBool>,
 ) {
     loop {
         let accepted = match &l {
@@ -129,6 +133,9 @@ pub async fn accept_loop(
             },
         };
         match accepted {
+            Ok(stream) if paused.load(Ordering::Relaxed) => {
+                tracker.spawn(refuse_paused(stream));
+            }
             Ok(stream) => {
                 let shared = shared.clone();
                 tracker.spawn(weir_session::serve(shared, stream));
@@ -137,6 +144,88 @@ pub async fn accept_loop(
                 // EMFILE and friends: back off instead of spinning.
                 tracing::warn!(error = %e, "accept failed");
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Tells a client arriving while weir is paused why it cannot connect. An ERR packet in
+/// place of the greeting is what servers send when they refuse a connection outright.
+async fn refuse_paused(mut stream: Stream) {
+    let mut out = bytes::BytesMut::new();
+    weir_wire::msg::ErrInfo::new(
+        weir_wire::errcode::ER_SERVER_SHUTDOWN,
+        "08S01",
+        "weir is paused (PROXYSQL PAUSE): not accepting new connections until PROXYSQL RESUME",
+    )
+    .write(&mut out, 0);
+    let _ = stream.write_all(&out).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Where an admin client connects from.
+fn admin_peer_tcp(addr: std::net::SocketAddr) -> weir_admin::Peer {
+    weir_admin::Peer {
+        host: addr.ip().to_string(),
+        local: addr.ip().is_loopback(),
+    }
+}
+
+/// Accepts admin clients until `stop` is cancelled.
+pub async fn admin_accept_loop(
+    l: AsyncListener,
+    admin: Arc<weir_admin::Admin>,
+    stop: CancellationToken,
+) {
+    loop {
+        let stop2 = stop.clone();
+        match &l {
+            AsyncListener::Tcp(t) => {
+                let r = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    r = t.accept() => r,
+                };
+                match r {
+                    Ok((s, addr)) => {
+                        let _ = s.set_nodelay(true);
+                        let admin = admin.clone();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                _ = stop2.cancelled() => {}
+                                _ = weir_admin::serve_connection(admin, s, admin_peer_tcp(addr)) => {}
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "admin accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            AsyncListener::Unix(u) => {
+                let r = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    r = u.accept() => r,
+                };
+                match r {
+                    Ok((s, _)) => {
+                        let admin = admin.clone();
+                        let peer = weir_admin::Peer {
+                            host: "localhost".into(),
+                            local: true,
+                        };
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                _ = stop2.cancelled() => {}
+                                _ = weir_admin::serve_connection(admin, s, peer) => {}
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "admin accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
             }
         }
     }

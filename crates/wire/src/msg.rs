@@ -114,7 +114,8 @@ impl std::fmt::Display for ErrInfo {
     }
 }
 
-/// Appends an OK packet.
+/// Appends an OK packet. A non-empty `info` is written as a length-encoded string, as
+/// MySQL and MariaDB servers do (clients read it that way whatever CLIENT_SESSION_TRACK says).
 pub fn write_ok(out: &mut BytesMut, seq: u8, ok: &OkInfo, info: &[u8]) {
     let start = begin_packet(out, seq);
     out.put_u8(0x00);
@@ -123,7 +124,7 @@ pub fn write_ok(out: &mut BytesMut, seq: u8, ok: &OkInfo, info: &[u8]) {
     out.put_u16_le(ok.status);
     out.put_u16_le(ok.warnings);
     if !info.is_empty() {
-        out.put_slice(info);
+        put_lenenc_bytes(out, info);
     }
     finish_packet(out, start);
 }

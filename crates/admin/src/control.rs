@@ -1,0 +1,31 @@
+//! The seam between the admin interface and the running proxy: the admin asks, the server
+//! crate answers. The admin never reaches into the pool or the sessions itself.
+
+use std::sync::Arc;
+use weir_config::Runtime;
+
+/// Which counters a stats read also zeroes (the `*_reset` tables).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsReset {
+    /// `stats_mysql_connection_pool_reset` was read.
+    pub connection_pool: bool,
+    /// `stats_mysql_errors_reset` was read.
+    pub errors: bool,
+}
+
+/// What the admin interface needs from the proxy it configures.
+pub trait Control: Send + Sync + 'static {
+    /// The configuration in force.
+    fn runtime(&self) -> Arc<Runtime>;
+    /// Puts a validated snapshot in force: swaps it for new sessions, applies live settings
+    /// (pool timeouts, servers) and leaves sessions in flight alone.
+    fn apply(&self, runtime: Runtime);
+    /// Counters and live state for the stats tables, zeroing what `reset` asks for.
+    fn stats(&self, reset: StatsReset) -> weir_stats::Snapshot;
+    /// Stops accepting client connections; false when already paused.
+    fn pause(&self) -> bool;
+    /// Accepts client connections again; false when not paused.
+    fn resume(&self) -> bool;
+    /// Starts the same graceful shutdown as SIGTERM.
+    fn shutdown(&self);
+}

@@ -1,0 +1,152 @@
+//! Typed stats snapshots → rows of the `stats` schema, written just before a statement that
+//! reads them.
+
+use crate::store::{Store, StoreError};
+use rusqlite::types::Value;
+use weir_config::{ConfigTables, ServerStatus};
+use weir_stats::Snapshot;
+
+fn int(n: impl Into<i64>) -> Value {
+    Value::Integer(n.into())
+}
+
+fn uint(n: u64) -> Value {
+    Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Text(s.into())
+}
+
+/// Refills every stats table named in `lower_sql` (lower-cased statement text).
+pub(crate) fn fill(store: &Store, lower_sql: &str, snap: &Snapshot) -> Result<(), StoreError> {
+    let wants = |t: &str| lower_sql.contains(t);
+    if wants("stats_mysql_global") {
+        let rows: Vec<Vec<Value>> = snap
+            .global
+            .iter()
+            .map(|(k, v)| vec![text(k.as_str()), text(v.as_str())])
+            .collect();
+        store.replace_rows("stats.stats_mysql_global", &rows)?;
+    }
+    if wants("stats_mysql_processlist") {
+        let rows: Vec<Vec<Value>> = snap
+            .processlist
+            .iter()
+            .map(|p| {
+                vec![
+                    int(p.thread_id),
+                    int(p.session_id),
+                    text(p.user.as_str()),
+                    text(p.db.as_str()),
+                    text(p.cli_host.as_str()),
+                    int(p.cli_port),
+                    p.hostgroup.map_or(Value::Null, int),
+                    text(p.l_srv_host.as_str()),
+                    int(p.l_srv_port),
+                    text(p.srv_host.as_str()),
+                    int(p.srv_port),
+                    text(p.command.as_str()),
+                    uint(p.time_ms),
+                    p.info.clone().map_or(Value::Null, Value::Text),
+                    int(0),
+                    Value::Null,
+                ]
+            })
+            .collect();
+        store.replace_rows("stats.stats_mysql_processlist", &rows)?;
+    }
+    if wants("stats_mysql_commands_counters") {
+        let rows: Vec<Vec<Value>> = snap
+            .commands
+            .iter()
+            .map(|c| {
+                let mut row = vec![
+                    text(c.command.as_str()),
+                    uint(c.total_time_us),
+                    uint(c.total_cnt),
+                ];
+                row.extend(c.buckets.iter().map(|b| uint(*b)));
+                row
+            })
+            .collect();
+        store.replace_rows("stats.stats_mysql_commands_counters", &rows)?;
+    }
+    if wants("stats_mysql_users") {
+        let rows: Vec<Vec<Value>> = snap
+            .users
+            .iter()
+            .map(|u| {
+                vec![
+                    text(u.username.as_str()),
+                    uint(u.frontend_connections),
+                    uint(u.frontend_max_connections),
+                ]
+            })
+            .collect();
+        store.replace_rows("stats.stats_mysql_users", &rows)?;
+    }
+    if wants("stats_mysql_errors") {
+        let rows: Vec<Vec<Value>> = snap
+            .errors
+            .iter()
+            .map(|e| {
+                vec![
+                    int(e.hostgroup),
+                    text(e.hostname.as_str()),
+                    int(e.port),
+                    text(e.username.as_str()),
+                    text(e.client_address.as_str()),
+                    text(e.schemaname.as_str()),
+                    int(e.errno),
+                    uint(e.count_star),
+                    uint(e.first_seen),
+                    uint(e.last_seen),
+                    text(e.last_error.as_str()),
+                ]
+            })
+            .collect();
+        store.replace_rows("stats.stats_mysql_errors", &rows)?;
+        store.replace_rows("stats.stats_mysql_errors_reset", &rows)?;
+    }
+    if wants("stats_mysql_connection_pool") {
+        let rows: Vec<Vec<Value>> = snap
+            .connection_pool
+            .iter()
+            .map(|p| {
+                vec![
+                    int(p.hostgroup),
+                    text(p.srv_host.as_str()),
+                    int(p.srv_port),
+                    text(p.status.as_str()),
+                    uint(p.conn_used),
+                    uint(p.conn_free),
+                    uint(p.conn_ok),
+                    uint(p.conn_err),
+                    uint(p.max_conn_used),
+                    uint(p.queries),
+                    int(0),
+                    uint(p.bytes_sent),
+                    uint(p.bytes_recv),
+                    uint(p.latency_us),
+                ]
+            })
+            .collect();
+        store.replace_rows("stats.stats_mysql_connection_pool", &rows)?;
+        store.replace_rows("stats.stats_mysql_connection_pool_reset", &rows)?;
+    }
+    Ok(())
+}
+
+/// Shows the live status of each server (drained, shunned by the monitor...) in
+/// runtime_mysql_servers, as ProxySQL does; the configured status stays in mysql_servers.
+pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
+    for s in &mut tables.mysql_servers {
+        let live = snap.connection_pool.iter().find(|p| {
+            p.hostgroup == s.hostgroup_id && p.srv_host == s.hostname && p.srv_port == s.port
+        });
+        if let Some(status) = live.and_then(|p| p.status.parse::<ServerStatus>().ok()) {
+            s.status = status;
+        }
+    }
+}
