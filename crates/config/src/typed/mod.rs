@@ -135,6 +135,8 @@ pub struct MysqlVariables {
     pub query_digests_keep_comment: bool,
     /// `mysql-query_digests_grouping_limit`.
     pub query_digests_grouping_limit: u32,
+    /// `mysql-query_digests_max_entries`: bound of the digest table (weir).
+    pub query_digests_max_entries: u32,
     /// `mysql-commands_stats`.
     pub commands_stats: bool,
     /// `mysql-stats_time_backend_query`.
@@ -258,6 +260,7 @@ impl MysqlVariables {
             query_digests_replace_null: r.bool("query_digests_replace_null"),
             query_digests_keep_comment: r.bool("query_digests_keep_comment"),
             query_digests_grouping_limit: r.u32("query_digests_grouping_limit"),
+            query_digests_max_entries: r.u32("query_digests_max_entries"),
             commands_stats: r.bool("commands_stats"),
             stats_time_backend_query: r.bool("stats_time_backend_query"),
             stats_time_query_processor: r.bool("stats_time_query_processor"),
