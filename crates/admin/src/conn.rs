@@ -309,7 +309,9 @@ async fn command_loop<S: AsyncRead + AsyncWrite + Unpin>(
             com::QUERY => {
                 let sql = String::from_utf8_lossy(body).into_owned();
                 let r = run(admin, session, sql).await;
-                write_reply(conn, seq, r).await?;
+                let sent = write_reply(conn, seq, r).await;
+                admin.after_reply();
+                sent?;
             }
             com::FIELD_LIST => {
                 // The mysql CLI asks for columns to complete names; an empty list is valid.
@@ -317,7 +319,23 @@ async fn command_loop<S: AsyncRead + AsyncWrite + Unpin>(
                 conn.flush().await?;
             }
             com::STATISTICS => {
-                let msg = "weir admin: ok";
+                // The line `mysqladmin status` and the mysql CLI's `status` print.
+                let snap = admin.control().stats(crate::StatsReset::default());
+                let get = |k: &str| {
+                    snap.global
+                        .iter()
+                        .find(|(n, _)| n == k)
+                        .and_then(|(_, v)| v.parse::<u64>().ok())
+                        .unwrap_or(0)
+                };
+                let uptime = get("ProxySQL_Uptime");
+                let questions = get("Questions");
+                let msg = format!(
+                    "Uptime: {uptime}  Threads: {}  Questions: {questions}  Slow queries: {}  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: {:.3}",
+                    get("Client_Connections_connected"),
+                    get("Slow_queries"),
+                    questions as f64 / uptime.max(1) as f64
+                );
                 write_packet(&mut conn.wbuf, seq, msg.as_bytes());
                 conn.flush().await?;
             }

@@ -8,6 +8,7 @@ use crate::stats_tables;
 use crate::store::{ResultSet, SqlOutcome, Store, StoreError, Target};
 use parking_lot::Mutex;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use weir_config::{ConfigTables, Runtime, Variables};
 
@@ -144,7 +145,13 @@ impl From<StoreError> for AdminError {
 pub struct Admin {
     store: Mutex<Store>,
     control: Arc<dyn Control>,
+    /// What the process started with: restart-only variables keep these values until the
+    /// next start, whatever is loaded since.
+    startup: Arc<Runtime>,
     config_path: PathBuf,
+    /// PROXYSQL SHUTDOWN was accepted: the shutdown starts once its OK is on the wire
+    /// ([`Admin::after_reply`]), so that the DBA's client sees the OK, not a lost connection.
+    shutdown_pending: AtomicBool,
 }
 
 /// Tables that hold a module's rows, for SQL copies between `main` and `disk`.
@@ -185,8 +192,10 @@ impl Admin {
     pub fn new(store: Store, control: Arc<dyn Control>, config_path: PathBuf) -> Admin {
         Admin {
             store: Mutex::new(store),
+            startup: control.runtime(),
             control,
             config_path,
+            shutdown_pending: AtomicBool::new(false),
         }
     }
 
@@ -195,10 +204,24 @@ impl Admin {
         &self.control
     }
 
-    /// Runs one statement for `session`.
+    /// To be called once the reply to a statement has been sent: starts the shutdown that a
+    /// `PROXYSQL SHUTDOWN` asked for (which stops the admin listener and its connections).
+    pub fn after_reply(&self) {
+        if self.shutdown_pending.swap(false, Ordering::AcqRel) {
+            self.control.shutdown();
+        }
+    }
+
+    /// Runs one statement for `session`. After sending its reply, call [`Admin::after_reply`].
     pub fn execute(&self, session: &mut AdminSession, sql: &str) -> Result<Reply, AdminError> {
-        session.warnings.clear();
         let sql = trim_statement(sql);
+        let asks_warnings =
+            sql.split_whitespace()
+                .map(str::to_ascii_lowercase)
+                .eq(["show", "warnings"].iter().map(|w| w.to_string()));
+        if !asks_warnings {
+            session.warnings.clear();
+        }
         if sql.is_empty() {
             return Err(AdminError::new(1065, "42000", "Query was empty"));
         }
@@ -219,7 +242,26 @@ impl Admin {
                 }
                 let store = self.store.lock();
                 self.refresh_dynamic(&store, sql)?;
-                Ok(match store.execute(sql)? {
+                let outcome = if session.role == Role::Stats {
+                    store.execute_stats_only(sql).map_err(|e| {
+                        let m = e.to_string();
+                        if m.contains("not authorized") || m.contains("prohibited") {
+                            AdminError::new(
+                                1142,
+                                "42000",
+                                format!(
+                                    "'{}' is a stats user: it may only read the stats and monitor schemas",
+                                    session.user
+                                ),
+                            )
+                        } else {
+                            e.into()
+                        }
+                    })?
+                } else {
+                    store.execute(sql)?
+                };
+                Ok(match outcome {
                     SqlOutcome::Rows(rs) => Reply::Rows(rs),
                     SqlOutcome::Affected {
                         rows,
@@ -239,7 +281,9 @@ impl Admin {
             cmd,
             AdminCommand::ShowVariables { .. } | AdminCommand::ShowMysqlStatus
         );
-        if session.role == Role::Stats && !read_only {
+        // Variables hold credentials (admin-*, mysql-monitor_password): not for stats users.
+        let stats_may = matches!(cmd, AdminCommand::ShowMysqlStatus);
+        if session.role == Role::Stats && !stats_may {
             return Err(AdminError::read_only(&session.user));
         }
         // admin-read_only must stay reversible: its own SET and LOAD remain allowed.
@@ -279,7 +323,7 @@ impl Admin {
                 Reply::ok_with(0, "weir was not paused")
             }),
             AdminCommand::Shutdown => {
-                self.control.shutdown();
+                self.shutdown_pending.store(true, Ordering::Release);
                 Ok(Reply::ok())
             }
         }
@@ -296,7 +340,7 @@ impl Admin {
         let store = self.store.lock();
         match (from, to) {
             (Layer::Memory, Layer::Runtime) => {
-                let memory = store.read_tables(Target::Memory).map_err(|e| {
+                let memory = store.read_module(Target::Memory, module).map_err(|e| {
                     AdminError::general(format!("LOAD {module} TO RUNTIME: {e}; runtime unchanged"))
                 })?;
                 let current = self.control.runtime();
@@ -312,7 +356,7 @@ impl Admin {
                         lines.join("; ")
                     ))
                 })?;
-                let notes = restart_notes(&current, &runtime, module);
+                let notes = restart_notes(&self.startup, &runtime, module);
                 for w in &runtime.warnings {
                     tracing::warn!("{w}");
                 }
@@ -383,7 +427,12 @@ impl Admin {
             )
         })?;
         let normalized = vars.get(name).unwrap_or(value).to_string();
-        let full = format!("{}{}", vars.prefix(), strip_prefix(&lower, vars.prefix()));
+        // The spec's spelling (query_cache_size_MB), whatever case the DBA typed: one row
+        // per variable.
+        let canonical = vars
+            .spec(name)
+            .map_or(strip_prefix(&lower, vars.prefix()), |sp| sp.name);
+        let full = format!("{}{}", vars.prefix(), canonical);
         let store = self.store.lock();
         store.execute(&format!(
             "REPLACE INTO main.global_variables (variable_name, variable_value) VALUES ({}, {})",
@@ -418,7 +467,7 @@ impl Admin {
             .collect();
         let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
         match w(0) {
-            "set" => return Ok(Some(Reply::ok())),
+            "set" => return set_chatter(&words).map(Some),
             "use" => {
                 let schema = w(1).trim_matches('`').to_string();
                 self.check_schema(&schema)?;
@@ -464,6 +513,11 @@ impl Admin {
         let e = expr.to_ascii_lowercase();
         let rt = self.control.runtime();
         if let Some(name) = e.strip_prefix("@@") {
+            let weir_var = name.contains("mysql-") || name.contains("admin-");
+            if weir_var && session.role == Role::Stats {
+                // Credentials live there; answer NULL rather than leak them.
+                return Some(None);
+            }
             let name = name
                 .strip_prefix("session.")
                 .or_else(|| name.strip_prefix("global."))
@@ -511,7 +565,7 @@ impl Admin {
     }
 
     fn check_schema(&self, schema: &str) -> Result<(), AdminError> {
-        let known = ["main", "disk", "stats", "monitor", "stats_history"];
+        let known = ["main", "disk", "stats", "monitor"];
         if known.contains(&schema) {
             Ok(())
         } else {
@@ -675,7 +729,8 @@ pub fn bootstrap(
     Ok((store, tables))
 }
 
-/// Notes for changed variables that only take effect at the next start.
+/// Notes for restart-only variables whose loaded value differs from the one in force since
+/// the process started.
 fn restart_notes(old: &Runtime, new: &Runtime, module: Module) -> Vec<String> {
     let (a, b) = match module {
         Module::MysqlVariables => (&old.tables.mysql_variables, &new.tables.mysql_variables),
@@ -689,12 +744,40 @@ fn restart_notes(old: &Runtime, new: &Runtime, module: Module) -> Vec<String> {
             let spec = b.spec(name)?;
             (!spec.live).then(|| {
                 format!(
-                    "{}{name} changed from '{va}' to '{vb}': takes effect at the next restart",
+                    "{}{name} is '{va}' until the next restart (loaded: '{vb}')",
                     b.prefix()
                 )
             })
         })
         .collect()
+}
+
+/// A `SET` that is not `SET mysql-...`/`SET admin-...`: client chatter (`SET NAMES`,
+/// `SET autocommit=1`, session variables) is acknowledged and ignored; what looks like a
+/// mistyped weir variable is refused, so a script's typo does not silently do nothing.
+fn set_chatter(words: &[String]) -> Result<Reply, AdminError> {
+    let mut name = words.get(1).map(String::as_str).unwrap_or("");
+    if matches!(name, "global" | "session" | "local" | "persist") {
+        name = words.get(2).map(String::as_str).unwrap_or("");
+    }
+    let name = name.trim_start_matches("@@");
+    let name = name.split('=').next().unwrap_or(name);
+    for prefix in ["mysql", "admin"] {
+        let rest = name
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix(['-', '_']));
+        if let Some(rest) = rest {
+            let bare = rest.split('.').next_back().unwrap_or(rest);
+            return Err(AdminError::new(
+                1193,
+                "HY000",
+                format!(
+                    "Unknown system variable '{name}': weir variables are set with SET {prefix}-{bare} = value (no GLOBAL/SESSION, a '-' after the prefix)"
+                ),
+            ));
+        }
+    }
+    Ok(Reply::ok())
 }
 
 /// Copies `module`'s rows between the `main` and `disk` schemas in one transaction.

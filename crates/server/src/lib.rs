@@ -121,6 +121,23 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         shutdown: shutdown_requested.clone(),
     });
     let admin = Arc::new(weir_admin::Admin::new(store, control, opts.config.clone()));
+    // The handlers are in place before any port accepts: a SIGTERM that arrives as soon as
+    // weir looks ready (a supervisor, a test) must shut down gracefully, not kill the process.
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StartError::Io {
+            context: "cannot start the signal handler".into(),
+            source: e,
+        })?;
+    let (term, int) = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _context = signals.enter();
+        (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        )
+    };
     let admin_listeners = listen::bind_all(&runtime.admin.mysql_ifaces)?;
     let listeners = listen::bind_all(&runtime.mysql.interfaces)?;
     let tracker = TaskTracker::new();
@@ -137,10 +154,9 @@ pub fn run(opts: Options) -> Result<(), StartError> {
             })?;
         let (shared, tracker, stop) = (shared.clone(), tracker.clone(), stop.clone());
         let paused = paused.clone();
-        let grace = runtime.mysql.shutdown_grace_period;
         let handle = std::thread::Builder::new()
             .name(format!("weir-worker-{i}"))
-            .spawn(move || worker(i, mine, shared, tracker, stop, grace, paused))
+            .spawn(move || worker(i, mine, shared, tracker, stop, paused))
             .map_err(|e| StartError::Io {
                 context: "cannot start a worker thread".into(),
                 source: e,
@@ -173,16 +189,9 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         users = runtime.frontend_users.len(),
         "weir started"
     );
-    let signals = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| StartError::Io {
-            context: "cannot start the signal handler".into(),
-            source: e,
-        })?;
     signals.block_on(async {
         tokio::select! {
-            _ = wait_for_signal() => {}
+            _ = wait_for_signal(term, int) => {}
             _ = shutdown_requested.cancelled() => {
                 tracing::info!("shutdown requested through the admin interface");
             }
@@ -215,7 +224,6 @@ fn worker(
     shared: Arc<Shared>,
     tracker: TaskTracker,
     stop: CancellationToken,
-    grace: Duration,
     paused: Arc<AtomicBool>,
 ) {
     weir_pool::worker::enter(index);
@@ -248,6 +256,8 @@ fn worker(
         stop.cancelled().await;
         // Every worker's event loop stays up until all sessions are done: a pooled backend
         // connection may be driven by another worker's loop than the session using it.
+        // Read now, not at start: LOAD MYSQL VARIABLES TO RUNTIME may have changed it.
+        let grace = shared.runtime.load().mysql.shutdown_grace_period;
         if tokio::time::timeout(grace, tracker.wait()).await.is_err() && index == 0 {
             tracing::warn!(
                 sessions = shared.registry.len(),
@@ -290,10 +300,10 @@ fn admin_thread(
     rt.shutdown_timeout(Duration::from_millis(500));
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let term = signal(SignalKind::terminate());
-    let int = signal(SignalKind::interrupt());
+async fn wait_for_signal(
+    term: std::io::Result<tokio::signal::unix::Signal>,
+    int: std::io::Result<tokio::signal::unix::Signal>,
+) {
     match (term, int) {
         (Ok(mut t), Ok(mut i)) => {
             tokio::select! {

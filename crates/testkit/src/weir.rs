@@ -175,6 +175,13 @@ impl WeirProcess {
         self.wait_ready(READY_TIMEOUT)
     }
 
+    /// Like [`WeirProcess::restart`], with `extra_args` (e.g. `--initial`) replacing the extra
+    /// command-line arguments, for this start and the next ones.
+    pub fn restart_with_args(&mut self, extra_args: &[&str]) -> Result<()> {
+        self.extra_args = extra_args.iter().map(OsString::from).collect();
+        self.restart()
+    }
+
     /// Everything weir wrote to stderr (and stdout) so far.
     pub fn stderr(&self) -> String {
         std::fs::read(&self.stderr_path)

@@ -414,6 +414,56 @@ fn apply_variable(
         })
 }
 
+/// Reads the tables of `module` in `target` into typed rows; the other modules' parts of the
+/// result keep their defaults. Other modules' rows are not read, so that a bad value there
+/// (say an invalid `mysql-*` variable) does not stop this module from loading; for the
+/// variable modules that means only the rows with the module's prefix.
+pub(super) fn read_module(
+    conn: &Connection,
+    target: Target,
+    module: Module,
+) -> Result<ConfigTables, StoreError> {
+    let mut tables = ConfigTables::default();
+    match module {
+        Module::MysqlServers => {
+            let name = qualified(target, SERVERS.name);
+            for f in select_all(conn, &name, &SERVERS)? {
+                tables.mysql_servers.push(server(&f)?);
+            }
+            let name = qualified(target, REPLICATION.name);
+            for f in select_all(conn, &name, &REPLICATION)? {
+                tables.mysql_replication_hostgroups.push(replication(&f)?);
+            }
+        }
+        Module::MysqlUsers => {
+            let name = qualified(target, USERS.name);
+            for f in select_all(conn, &name, &USERS)? {
+                tables.mysql_users.push(user(&f)?);
+            }
+        }
+        Module::MysqlQueryRules => {
+            let name = qualified(target, RULES.name);
+            for f in select_all(conn, &name, &RULES)? {
+                tables.mysql_query_rules.push(rule(&f)?);
+            }
+        }
+        Module::MysqlVariables | Module::AdminVariables => {
+            let prefix = if module == Module::MysqlVariables {
+                tables.mysql_variables.prefix().to_string()
+            } else {
+                tables.admin_variables.prefix().to_string()
+            };
+            let name = qualified(target, VARIABLES.name);
+            for f in select_all(conn, &name, &VARIABLES)? {
+                if has_prefix(&f.text("variable_name")?, &prefix) {
+                    apply_variable(&mut tables, &name, &f)?;
+                }
+            }
+        }
+    }
+    Ok(tables)
+}
+
 /// Reads every config table of `target` into typed rows.
 pub(super) fn read_tables(conn: &Connection, target: Target) -> Result<ConfigTables, StoreError> {
     let mut tables = ConfigTables::default();

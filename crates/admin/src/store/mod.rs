@@ -21,8 +21,11 @@ mod tests;
 pub use error::StoreError;
 
 use rusqlite::config::DbConfig;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, ErrorCode};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use weir_config::ConfigTables;
 
 /// The file name of the disk database inside the datadir.
@@ -80,6 +83,8 @@ pub enum SqlOutcome {
 /// way ProxySQL's single admin thread does.
 pub struct Store {
     conn: Connection,
+    /// While set, statements may only read the `stats` and `monitor` schemas (stats users).
+    reader_mode: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Store {
@@ -131,7 +136,7 @@ impl Store {
     }
 
     /// Attaches `stats` and `monitor` and creates every missing table.
-    fn finish(conn: Connection) -> Result<Store, StoreError> {
+    fn finish(mut conn: Connection) -> Result<Store, StoreError> {
         conn.execute_batch(
             "ATTACH DATABASE ':memory:' AS stats; ATTACH DATABASE ':memory:' AS monitor;",
         )
@@ -139,7 +144,34 @@ impl Store {
             "attaching the stats and monitor schemas",
         ))?;
         schema::create_all(&conn)?;
-        Ok(Store { conn })
+        let reader_mode = Arc::new(AtomicBool::new(false));
+        let reader = reader_mode.clone();
+        // Installed after the schemas are attached: from here on nobody may ATTACH a file
+        // or DETACH `disk` (which would break SAVE ... TO DISK until a restart).
+        conn.authorizer(Some(move |ctx: AuthContext<'_>| match ctx.action {
+            AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+            _ if !reader.load(Ordering::Relaxed) => Authorization::Allow,
+            AuthAction::Select | AuthAction::Function { .. } | AuthAction::Recursive => {
+                Authorization::Allow
+            }
+            AuthAction::Read { .. }
+                if matches!(ctx.database_name, Some("stats" | "monitor" | "temp")) =>
+            {
+                Authorization::Allow
+            }
+            _ => Authorization::Deny,
+        }))
+        .map_err(StoreError::sqlite("installing the authorizer"))?;
+        Ok(Store { conn, reader_mode })
+    }
+
+    /// Runs one statement that may only read the `stats` and `monitor` schemas: what a stats
+    /// user (admin-stats_credentials) is allowed. Anything else fails with "not authorized".
+    pub fn execute_stats_only(&self, sql: &str) -> Result<SqlOutcome, StoreError> {
+        self.reader_mode.store(true, Ordering::Relaxed);
+        let r = self.execute(sql);
+        self.reader_mode.store(false, Ordering::Relaxed);
+        r
     }
 
     /// True when the disk schema holds no configuration yet (no `global_variables` row): the
@@ -161,6 +193,17 @@ impl Store {
     /// column). Variables without a row keep their default.
     pub fn read_tables(&self, from: Target) -> Result<ConfigTables, StoreError> {
         convert::read_tables(&self.conn, from)
+    }
+
+    /// Reads only the tables of `module` in `from` (for the variable modules, only the rows of
+    /// their prefix); the rest of the result is default. A bad row of another module does not
+    /// make this fail, so that each module loads on its own.
+    pub fn read_module(
+        &self,
+        from: Target,
+        module: crate::Module,
+    ) -> Result<ConfigTables, StoreError> {
+        convert::read_module(&self.conn, from, module)
     }
 
     /// Replaces the tables of `module` in `target` with those of `tables`, in one transaction:

@@ -534,3 +534,32 @@ fn a_damaged_disk_file_is_refused_and_kept() {
     assert!(msg.contains(&path.display().to_string()), "{msg}");
     assert_eq!(std::fs::read(&path).expect("read back"), bytes);
 }
+
+#[test]
+fn read_module_reads_only_that_module() {
+    let s = store();
+    s.execute("INSERT INTO mysql_servers (hostname) VALUES ('h')")
+        .expect("server");
+    s.execute(
+        "INSERT INTO global_variables VALUES ('mysql-connect_timeout_server', 'soon'), \
+         ('admin-web_enabled', 'false')",
+    )
+    .expect("variables");
+    // The bad mysql-* variable fails the whole read and the mysql variables module...
+    assert!(s.read_tables(Target::Memory).is_err());
+    let e = s
+        .read_module(Target::Memory, Module::MysqlVariables)
+        .expect_err("bad variable")
+        .to_string();
+    assert!(e.contains("mysql-connect_timeout_server"), "{e}");
+    // ...but not the other modules.
+    let t = s
+        .read_module(Target::Memory, Module::MysqlServers)
+        .expect("servers");
+    assert_eq!(t.mysql_servers, [ServerRow::new(0, "h", 3306)]);
+    assert!(t.mysql_users.is_empty());
+    s.read_module(Target::Memory, Module::AdminVariables)
+        .expect("admin variables");
+    s.read_module(Target::Memory, Module::MysqlUsers)
+        .expect("users");
+}
