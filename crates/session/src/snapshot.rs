@@ -56,6 +56,8 @@ fn build(shared: &Shared, reset_pool: bool, reset_errors: bool) -> Snapshot {
         users: user_rows(shared),
         errors,
         connection_pool: servers.iter().map(pool_row).collect(),
+        digests: Vec::new(),
+        rules: Vec::new(),
     }
 }
 

@@ -1,12 +1,12 @@
 //! Per-command latency histograms (`stats_mysql_commands_counters`), recorded once per
 //! statement with relaxed atomics: no lock, no allocation.
 //!
-//! Counters are sharded by thread: each thread that records gets a shard on first use
-//! (round robin), so worker threads do not bounce the same cache lines at every statement.
+//! Counters are sharded by thread (see [`crate::shard`]), so worker threads do not bounce the
+//! same cache lines at every statement.
 //! A snapshot sums the shards.
 
 use crate::snapshot::CommandRow;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use weir_sql::SqlCommand;
 
@@ -66,12 +66,6 @@ impl Default for CommandCounters {
     }
 }
 
-static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static SHARD: usize = NEXT_SHARD.fetch_add(1, Ordering::Relaxed);
-}
-
 /// The bucket a latency falls in.
 pub(crate) fn bucket(us: u64) -> usize {
     BUCKET_BOUNDS_US
@@ -98,7 +92,7 @@ impl CommandCounters {
             .as_secs()
             .saturating_mul(1_000_000)
             .saturating_add(u64::from(elapsed.subsec_micros()));
-        let shard = SHARD.with(|s| *s) % self.shards.len();
+        let shard = crate::shard::current(self.shards.len());
         let Some(row) = self.shards[shard].rows.get(cmd.index()) else {
             return;
         };

@@ -68,7 +68,8 @@ pub struct ErrorLog {
     entries: Mutex<HashMap<OwnedKey, Entry>>,
 }
 
-fn unix_now() -> u64 {
+/// Now, in unix seconds (0 if the clock is before 1970).
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

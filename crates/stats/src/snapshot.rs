@@ -15,6 +15,11 @@ pub struct Snapshot {
     pub errors: Vec<ErrorRow>,
     /// `stats_mysql_connection_pool`: one row per server in each hostgroup.
     pub connection_pool: Vec<PoolRow>,
+    /// `stats_mysql_query_digest`: one row per (hostgroup, schema, user, client address,
+    /// digest).
+    pub digests: Vec<DigestRow>,
+    /// `stats_mysql_query_rules`: one row per runtime query rule.
+    pub rules: Vec<RuleRow>,
 }
 
 /// A row of `stats_mysql_processlist`.
@@ -136,4 +141,50 @@ pub struct PoolRow {
     pub bytes_recv: u64,
     /// Last measured ping, in microseconds (0 until the monitor measures it).
     pub latency_us: u64,
+}
+
+/// A row of `stats_mysql_query_digest`: executions grouped by where they ran, who ran them
+/// and their digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DigestRow {
+    /// Hostgroup the statement was sent to.
+    pub hostgroup: u32,
+    /// Schema the session was in ('' when none).
+    pub schemaname: String,
+    /// Client user.
+    pub username: String,
+    /// Client address; '' unless mysql-query_digests_track_hostname.
+    pub client_address: String,
+    /// The digest hash (shown as `0x` + 16 hex digits: `weir_sql::format_digest`).
+    pub digest: u64,
+    /// Normalized text of the first statement seen with this key (bytes that are not UTF-8
+    /// shown as U+FFFD).
+    pub digest_text: String,
+    /// Executions.
+    pub count_star: u64,
+    /// First execution, unix seconds.
+    pub first_seen: u64,
+    /// Last execution, unix seconds.
+    pub last_seen: u64,
+    /// Sum of execution times, microseconds.
+    pub sum_time: u64,
+    /// Shortest execution, microseconds.
+    pub min_time: u64,
+    /// Longest execution, microseconds.
+    pub max_time: u64,
+    /// Sum of rows affected.
+    pub sum_rows_affected: u64,
+    /// Sum of rows sent to the client.
+    pub sum_rows_sent: u64,
+}
+
+/// A row of `stats_mysql_query_rules`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleRow {
+    /// The rule's `rule_id`.
+    pub rule_id: u32,
+    /// Statements the rule matched.
+    pub hits: u64,
+    /// Time spent evaluating the rule, nanoseconds (weir; ProxySQL issue #966).
+    pub time_ns: u64,
 }
