@@ -11,15 +11,18 @@ pub struct StatsReset {
     pub connection_pool: bool,
     /// `stats_mysql_errors_reset` was read.
     pub errors: bool,
+    /// `stats_mysql_query_digest_reset` was read.
+    pub digests: bool,
 }
 
 /// What the admin interface needs from the proxy it configures.
 pub trait Control: Send + Sync + 'static {
     /// The configuration in force.
     fn runtime(&self) -> Arc<Runtime>;
-    /// Puts a validated snapshot in force: swaps it for new sessions, applies live settings
-    /// (pool timeouts, servers) and leaves sessions in flight alone.
-    fn apply(&self, runtime: Runtime);
+    /// Puts a validated snapshot in force: compiles what the proxy compiles (query rules),
+    /// swaps it for new sessions, applies live settings (pool timeouts, servers) and leaves
+    /// sessions in flight alone. On `Err` (one line per problem) nothing changed.
+    fn apply(&self, runtime: Runtime) -> Result<(), Vec<String>>;
     /// Counters and live state for the stats tables, zeroing what `reset` asks for.
     fn stats(&self, reset: StatsReset) -> weir_stats::Snapshot;
     /// Stops accepting client connections; false when already paused.

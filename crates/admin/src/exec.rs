@@ -360,7 +360,12 @@ impl Admin {
                 for w in &runtime.warnings {
                     tracing::warn!("{w}");
                 }
-                self.control.apply(runtime);
+                self.control.apply(runtime).map_err(|problems| {
+                    AdminError::general(format!(
+                        "LOAD {module} TO RUNTIME refused, runtime unchanged: {}",
+                        problems.join("; ")
+                    ))
+                })?;
                 tracing::info!("LOAD {module} TO RUNTIME by {}", session.user);
                 for n in &notes {
                     tracing::warn!("{n}");
@@ -687,6 +692,7 @@ impl Admin {
         let reset = StatsReset {
             connection_pool: lower.contains("stats_mysql_connection_pool_reset"),
             errors: lower.contains("stats_mysql_errors_reset"),
+            digests: lower.contains("stats_mysql_query_digest_reset"),
         };
         let snap = self.control.stats(reset);
         stats_tables::fill(store, &lower, &snap)?;

@@ -109,6 +109,40 @@ pub(crate) fn fill(store: &Store, lower_sql: &str, snap: &Snapshot) -> Result<()
         store.replace_rows("stats.stats_mysql_errors", &rows)?;
         store.replace_rows("stats.stats_mysql_errors_reset", &rows)?;
     }
+    if wants("stats_mysql_query_digest") {
+        let rows: Vec<Vec<Value>> = snap
+            .digests
+            .iter()
+            .map(|d| {
+                vec![
+                    int(d.hostgroup),
+                    text(d.schemaname.as_str()),
+                    text(d.username.as_str()),
+                    text(d.client_address.as_str()),
+                    text(weir_sql_digest(d.digest)),
+                    text(d.digest_text.as_str()),
+                    uint(d.count_star),
+                    uint(d.first_seen),
+                    uint(d.last_seen),
+                    uint(d.sum_time),
+                    uint(d.min_time),
+                    uint(d.max_time),
+                    uint(d.sum_rows_affected),
+                    uint(d.sum_rows_sent),
+                ]
+            })
+            .collect();
+        store.replace_rows("stats.stats_mysql_query_digest", &rows)?;
+        store.replace_rows("stats.stats_mysql_query_digest_reset", &rows)?;
+    }
+    if wants("stats_mysql_query_rules") {
+        let rows: Vec<Vec<Value>> = snap
+            .rules
+            .iter()
+            .map(|r| vec![int(r.rule_id), uint(r.hits), uint(r.time_ns)])
+            .collect();
+        store.replace_rows("stats.stats_mysql_query_rules", &rows)?;
+    }
     if wants("stats_mysql_connection_pool") {
         let rows: Vec<Vec<Value>> = snap
             .connection_pool
@@ -149,4 +183,9 @@ pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
             s.status = status;
         }
     }
+}
+
+/// `0x` + 16 upper-case hex digits, as ProxySQL shows digests.
+fn weir_sql_digest(hash: u64) -> String {
+    format!("0x{hash:016X}")
 }

@@ -34,6 +34,24 @@ impl Stream {
             Stream::Unix(_) => 0,
         }
     }
+
+    /// Local address and port the peer connected to (query rules' proxy_addr/proxy_port);
+    /// the socket path and 0 for Unix sockets.
+    pub fn local_addr(&self) -> (String, u16) {
+        match self {
+            Stream::Tcp(s) => s
+                .local_addr()
+                .map(|a| (a.ip().to_string(), a.port()))
+                .unwrap_or_else(|_| (String::new(), 0)),
+            Stream::Unix(s) => (
+                s.local_addr()
+                    .ok()
+                    .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
+                    .unwrap_or_default(),
+                0,
+            ),
+        }
+    }
 }
 
 impl Stream {

@@ -26,16 +26,37 @@ impl Control for ProxyControl {
         self.shared.runtime.load_full()
     }
 
-    fn apply(&self, runtime: Runtime) {
+    fn apply(&self, runtime: Runtime) -> Result<(), Vec<String>> {
+        // Compiled rules are kept while they are unchanged: recompiling thousands of rules
+        // takes time, and their hit counters would restart.
+        let current = self.shared.runtime.load();
+        let rules = if current.query_rules == runtime.query_rules {
+            None
+        } else {
+            Some(compile_rules(&runtime)?)
+        };
+        drop(current);
         // Settings and servers first: a session that loads the new snapshot must find the
         // servers it names.
         self.pool.set_settings(pool_settings(&runtime));
         self.pool.apply_servers(&server_specs(&runtime));
+        self.shared
+            .digests
+            .set_max_entries(runtime.mysql.query_digests_max_entries as usize);
+        if let Some(rules) = rules {
+            self.shared.rules.store(Arc::new(rules));
+        }
         self.shared.runtime.store(Arc::new(runtime));
+        Ok(())
     }
 
     fn stats(&self, reset: StatsReset) -> weir_stats::Snapshot {
-        weir_session::stats_snapshot_reset(&self.shared, reset.connection_pool, reset.errors)
+        weir_session::stats_snapshot_reset(
+            &self.shared,
+            reset.connection_pool,
+            reset.errors,
+            reset.digests,
+        )
     }
 
     fn pause(&self) -> bool {
@@ -57,4 +78,10 @@ impl Control for ProxyControl {
     fn shutdown(&self) {
         self.shutdown.cancel();
     }
+}
+
+/// The runtime's query rules, compiled; every problem as one line naming its rule.
+pub fn compile_rules(runtime: &Runtime) -> Result<weir_rules::CompiledRules, Vec<String>> {
+    weir_rules::CompiledRules::compile(&runtime.query_rules)
+        .map_err(|errors| errors.iter().map(ToString::to_string).collect())
 }

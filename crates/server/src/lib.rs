@@ -5,6 +5,8 @@
 mod control;
 mod listen;
 
+pub use control::compile_rules;
+
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -112,6 +114,14 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     let pool = Arc::new(Pool::new(pool_settings(&runtime)));
     pool.apply_servers(&server_specs(&runtime));
     let shared = Shared::new(runtime.clone(), pool.clone());
+    let rules = control::compile_rules(&runtime).map_err(|problems| {
+        StartError::Store(format!(
+            "the query rules in {} do not compile:\n{}",
+            datadir.join("weir.db").display(),
+            problems.join("\n")
+        ))
+    })?;
+    shared.rules.store(Arc::new(rules));
     let paused = Arc::new(AtomicBool::new(false));
     let shutdown_requested = CancellationToken::new();
     let control = Arc::new(control::ProxyControl {

@@ -34,7 +34,20 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     if let Some(Cmd::CheckConfig) = cli.command {
-        return match weir_config::validate_file(&config) {
+        let checked = weir_config::validate_file(&config).and_then(|rt| {
+            // Rules are compiled by the proxy, not the config crate: a regex that does not
+            // compile is a configuration error too.
+            match weir_server::compile_rules(&rt) {
+                Ok(_) => Ok(rt),
+                Err(problems) => Err(weir_config::ConfigErrors(
+                    problems
+                        .into_iter()
+                        .map(|p| weir_config::ConfigError::new("mysql_query_rules", p))
+                        .collect(),
+                )),
+            }
+        });
+        return match checked {
             Ok(rt) => {
                 for w in &rt.warnings {
                     println!("warning: {w}");

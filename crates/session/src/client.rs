@@ -17,6 +17,20 @@ pub struct Command {
 }
 
 impl Command {
+    /// A COM_QUERY carrying `text` (a rule's rewrite), framed from sequence id 0.
+    pub fn query(text: &[u8]) -> Command {
+        let mut payload = Vec::with_capacity(text.len() + 1);
+        payload.push(weir_wire::com::QUERY);
+        payload.extend_from_slice(text);
+        let mut raw = BytesMut::with_capacity(payload.len() + 8);
+        let next = weir_wire::packet::write_packet(&mut raw, 0, &payload);
+        Command {
+            raw,
+            frames: payload.len() / weir_wire::MAX_PAYLOAD + 1,
+            last_seq: next.wrapping_sub(1),
+        }
+    }
+
     /// The command byte.
     pub fn code(&self) -> u8 {
         self.raw.get(4).copied().unwrap_or(0)
@@ -55,6 +69,10 @@ pub struct ClientConn {
     pub host: String,
     /// Peer port.
     pub port: u16,
+    /// Local address the client connected to (rules' proxy_addr).
+    pub local_host: String,
+    /// Local port the client connected to (rules' proxy_port).
+    pub local_port: u16,
 }
 
 impl ClientConn {
@@ -62,7 +80,10 @@ impl ClientConn {
     pub fn new(stream: Stream) -> ClientConn {
         let host = stream.peer_host();
         let port = stream.peer_port();
+        let (local_host, local_port) = stream.local_addr();
         ClientConn {
+            local_host,
+            local_port,
             stream,
             rbuf: BytesMut::with_capacity(16 * 1024),
             wbuf: BytesMut::with_capacity(1024),

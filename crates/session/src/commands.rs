@@ -115,9 +115,169 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         }
-        self.forward_with(cmd, Expect::ResultSets, scan.pin.0, scan.use_schema)
-            .await?;
+        let rt = self.shared.runtime.load_full();
+        let m = &rt.mysql;
+        let digest = self.process_query(&cmd, m);
+        let decision = std::mem::take(&mut self.decision);
+        let flow = self
+            .run_decided(cmd, &decision, m, scan.pin.0, scan.use_schema, seq)
+            .await;
+        if m.query_digests {
+            self.record_digest(
+                digest,
+                m.query_digests_track_hostname,
+                flow.as_ref().ok().and_then(|o| o.as_ref()),
+            );
+        }
+        self.decision = decision;
+        flow?;
         Ok(Flow::Continue)
+    }
+
+    /// Digest and rules for the query in `cmd`: fills `self.digest_buf` and `self.decision`
+    /// and returns the digest hash (0 when digests are off and no rule needs one).
+    fn process_query(&mut self, cmd: &Command, m: &weir_config::MysqlVariables) -> u64 {
+        let rules = self.shared.rules.load();
+        let payload = cmd.payload();
+        let text = payload.get(1..).unwrap_or_default();
+        let digest = if m.query_digests || !rules.is_empty() {
+            let opts = weir_sql::DigestOptions {
+                lowercase: m.query_digests_lowercase,
+                max_digest_length: m.query_digests_max_digest_length as usize,
+                max_query_length: m.query_digests_max_query_length as usize,
+                no_digits: m.query_digests_no_digits,
+                replace_null: m.query_digests_replace_null,
+                keep_comment: m.query_digests_keep_comment,
+                grouping_limit: m.query_digests_grouping_limit as usize,
+            };
+            weir_sql::digest_into(text, &opts, &mut self.digest_buf)
+        } else {
+            self.digest_buf.clear();
+            0
+        };
+        let flag_in = std::mem::take(&mut self.flag_in);
+        if rules.is_empty() {
+            self.decision = weir_rules::Decision::default();
+            return digest;
+        }
+        let input = weir_rules::QueryInput {
+            username: &self.user.username,
+            schemaname: self.schema.as_deref().unwrap_or(""),
+            client_addr: &self.client.host,
+            proxy_addr: &self.client.local_host,
+            proxy_port: self.client.local_port,
+            query: text,
+            digest_text: &self.digest_buf,
+            digest,
+            flag_in,
+            query_processor_iterations: m.query_processor_iterations,
+            track_time: true,
+        };
+        rules.evaluate(&input, &mut self.decision);
+        GlobalStats::add(
+            &self.shared.stats.query_processor_time_nsec,
+            self.decision.eval_time_ns,
+        );
+        self.flag_in = self.decision.next_query_flag_in.unwrap_or(0);
+        digest
+    }
+
+    /// Carries out what the rules decided: answer locally, or route (hostgroup, rewrite,
+    /// delay) and run the statement. `Ok(None)` when no backend answered.
+    async fn run_decided(
+        &mut self,
+        cmd: Command,
+        d: &weir_rules::Decision,
+        m: &weir_config::MysqlVariables,
+        pins: u32,
+        use_schema: Option<String>,
+        seq: u8,
+    ) -> Result<Option<ReplyOutcome>, ClientError> {
+        if let Some(msg) = &d.error_msg {
+            // ProxySQL's code for a query refused by a rule.
+            let e = ErrInfo::new(errcode::ER_NOT_ALLOWED_COMMAND, "42000", msg.to_string());
+            self.client.send_err(seq, &e).await?;
+            return Ok(None);
+        }
+        if let Some(msg) = &d.ok_msg {
+            let ok = self.ok_status();
+            let mut out = bytes::BytesMut::new();
+            weir_wire::msg::write_ok(&mut out, seq, &ok, msg.as_bytes());
+            self.client.wbuf.extend_from_slice(&out);
+            self.client.flush_wbuf().await?;
+            return Ok(None);
+        }
+        self.route_to(
+            d.destination_hostgroup
+                .unwrap_or(self.user.default_hostgroup),
+        );
+        let delay = d
+            .delay
+            .map(|ms| std::time::Duration::from_millis(u64::from(ms)))
+            .unwrap_or(m.default_query_delay);
+        if !delay.is_zero() {
+            // Only this session waits: the worker goes on serving the others.
+            tokio::time::sleep(delay).await;
+        }
+        // multiplex=0 and sticky_conn keep the connection with this client from now on.
+        let pins = if d.multiplex == Some(0) || d.sticky_conn == Some(true) {
+            pins | Pin::UNTRACKED
+        } else {
+            pins
+        };
+        let cmd = match &d.rewritten {
+            Some(text) => Command::query(text),
+            None => cmd,
+        };
+        self.forward_with(cmd, Expect::ResultSets, pins, use_schema)
+            .await
+    }
+
+    /// Points the next statement at `hostgroup`. A connection held for another hostgroup
+    /// goes back to the pool first, unless the session is tied to it (open transaction, state
+    /// weir does not replay): then the statement stays where that state lives, which also
+    /// keeps a transaction on the hostgroup where it started.
+    fn route_to(&mut self, hostgroup: u32) {
+        if let Some(b) = &self.backend {
+            let held = b.server().spec().hostgroup;
+            if held == hostgroup {
+                return;
+            }
+            if self.tied() {
+                self.hostgroup = held;
+                return;
+            }
+            self.keep_for = 0;
+            if let Some(b) = self.backend.take() {
+                self.shared.pool.checkin(b, true);
+            }
+        }
+        self.hostgroup = hostgroup;
+    }
+
+    /// One more execution of the current digest (stats_mysql_query_digest).
+    fn record_digest(&self, digest: u64, track_hostname: bool, outcome: Option<&ReplyOutcome>) {
+        let elapsed = self
+            .reply_end
+            .unwrap_or_else(std::time::Instant::now)
+            .saturating_duration_since(self.cmd_started);
+        let key = weir_stats::DigestKey {
+            hostgroup: self.hostgroup,
+            schemaname: self.schema.as_deref().unwrap_or(""),
+            username: &self.user.username,
+            client_address: if track_hostname {
+                &self.client.host
+            } else {
+                ""
+            },
+            digest,
+        };
+        let (affected, sent) = outcome.map_or((0, 0), |o| {
+            (o.last_ok.map_or(0, |ok| ok.affected_rows), o.rows)
+        });
+        self.shared
+            .digests
+            .record(&key, &self.digest_buf, elapsed, affected, sent);
     }
 
     /// COM_STMT_PREPARE: forwarded like any statement; the statement's command and text are
@@ -131,6 +291,17 @@ impl Session {
             crate::activity::fill_info(&mut text, q);
             (weir_sql::scan(q).command, text.into_boxed_str())
         };
+        // Rules route the statement where it is prepared; its executions follow (the
+        // connection stays with the session while it has prepared statements).
+        if !self.tied() {
+            let rt = self.shared.runtime.load_full();
+            self.process_query(&cmd, &rt.mysql);
+            let hostgroup = self
+                .decision
+                .destination_hostgroup
+                .unwrap_or(self.user.default_hostgroup);
+            self.route_to(hostgroup);
+        }
         let outcome = self
             .forward_with(cmd, Expect::Prepare, Pin::PREPARED, None)
             .await?;

@@ -44,6 +44,10 @@ pub struct Shared {
     pub commands: weir_stats::CommandCounters,
     /// Errors from backends and failed connects (stats_mysql_errors).
     pub errors: weir_stats::ErrorLog,
+    /// Query rules in force, compiled at LOAD MYSQL QUERY RULES TO RUNTIME.
+    pub rules: ArcSwap<weir_rules::CompiledRules>,
+    /// Executions per query digest (stats_mysql_query_digest), bounded.
+    pub digests: weir_stats::DigestStats,
     /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
     /// weir can log in to backends as them.
     learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
@@ -52,6 +56,7 @@ pub struct Shared {
 impl Shared {
     /// Shared state around a runtime snapshot and a pool.
     pub fn new(runtime: Arc<Runtime>, pool: Arc<Pool>) -> Arc<Shared> {
+        let max_digests = runtime.mysql.query_digests_max_entries as usize;
         Arc::new(Shared {
             runtime: ArcSwap::new(runtime),
             pool,
@@ -61,6 +66,8 @@ impl Shared {
             // One shard per worker: sessions on different event loops count apart.
             commands: weir_stats::CommandCounters::new(weir_pool::worker::count()),
             errors: weir_stats::ErrorLog::new(),
+            rules: ArcSwap::from_pointee(weir_rules::CompiledRules::empty()),
+            digests: weir_stats::DigestStats::new(weir_pool::worker::count(), max_digests),
             learned_stage1: Mutex::new(HashMap::new()),
         })
     }

@@ -42,6 +42,14 @@ pub struct Session {
     /// When the backend's reply to the current command was fully relayed (the relay reads
     /// the clock there anyway; reused rather than read again).
     pub(crate) reply_end: Option<Instant>,
+    /// When the current command arrived.
+    pub(crate) cmd_started: Instant,
+    /// Digest text of the current query; reused so that digests allocate nothing.
+    pub(crate) digest_buf: Vec<u8>,
+    /// What the rules decided for the current query; reused across queries.
+    pub(crate) decision: weir_rules::Decision,
+    /// Flag the next query starts its rule evaluation with (a rule's next_query_flagIN).
+    pub(crate) flag_in: i32,
 }
 
 /// A statement prepared by the client.
@@ -131,6 +139,10 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         prepared: HashMap::new(),
         counted: None,
         reply_end: None,
+        cmd_started: Instant::now(),
+        digest_buf: Vec::new(),
+        decision: weir_rules::Decision::default(),
+        flag_in: 0,
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
@@ -199,6 +211,7 @@ impl Session {
     pub(crate) fn begin_command(&mut self, cmd: &Command, started: Instant) {
         self.counted = None;
         self.reply_end = None;
+        self.cmd_started = started;
         let code = cmd.code();
         // The text is in the first frame: a command split into frames has 16 MiB there.
         let text = || {

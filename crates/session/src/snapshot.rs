@@ -12,15 +12,15 @@ use weir_stats::{PoolRow, ProcessRow, Snapshot, UserRow};
 
 /// Every stats table's rows, as they are now.
 pub fn stats_snapshot(shared: &Shared) -> Snapshot {
-    build(shared, false, false)
+    build(shared, false, false, false)
 }
 
 /// As [`stats_snapshot`], and the counters behind the `_reset` tables zeroed as they are
 /// read: the pool's cumulative counters when `pool` (stats_mysql_connection_pool_reset), the
 /// error log when `errors` (stats_mysql_errors_reset). The returned snapshot holds the values
 /// from before the reset.
-pub fn stats_snapshot_reset(shared: &Shared, pool: bool, errors: bool) -> Snapshot {
-    build(shared, pool, errors)
+pub fn stats_snapshot_reset(shared: &Shared, pool: bool, errors: bool, digests: bool) -> Snapshot {
+    build(shared, pool, errors, digests)
 }
 
 /// Gauges counted while walking the sessions.
@@ -30,7 +30,7 @@ struct SessionGauges {
     in_transaction: u64,
 }
 
-fn build(shared: &Shared, reset_pool: bool, reset_errors: bool) -> Snapshot {
+fn build(shared: &Shared, reset_pool: bool, reset_errors: bool, reset_digests: bool) -> Snapshot {
     let now = Instant::now();
     let sessions = shared.registry.all();
     let mut gauges = SessionGauges::default();
@@ -56,8 +56,22 @@ fn build(shared: &Shared, reset_pool: bool, reset_errors: bool) -> Snapshot {
         users: user_rows(shared),
         errors,
         connection_pool: servers.iter().map(pool_row).collect(),
-        digests: Vec::new(),
-        rules: Vec::new(),
+        digests: if reset_digests {
+            shared.digests.snapshot_and_reset()
+        } else {
+            shared.digests.snapshot()
+        },
+        rules: shared
+            .rules
+            .load()
+            .stats()
+            .into_iter()
+            .map(|r| weir_stats::RuleRow {
+                rule_id: r.rule_id,
+                hits: r.hits,
+                time_ns: r.time_ns,
+            })
+            .collect(),
     }
 }
 
@@ -158,7 +172,7 @@ fn global_rows(
         .iter()
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
         .sum();
-    let rows: [(&str, u64); 27] = [
+    let rows: [(&str, u64); 28] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("Active_Transactions", gauges.in_transaction),
         (
@@ -178,8 +192,11 @@ fn global_rows(
         ("Server_Connections_created", totals.connects_ok),
         ("Client_Connections_non_idle", gauges.non_idle),
         ("Backend_query_time_nsec", get(&st.backend_query_time_nsec)),
-        // No query rules are evaluated yet.
-        ("Query_Processor_time_nsec", 0),
+        (
+            "Query_Processor_time_nsec",
+            get(&st.query_processor_time_nsec),
+        ),
+        ("Query_Digests_evicted", shared.digests.evicted()),
         (
             "Com_backend_stmt_prepare",
             get(&st.com_backend_stmt_prepare),

@@ -70,6 +70,10 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         prepared: HashMap::new(),
         counted: None,
         reply_end: None,
+        cmd_started: std::time::Instant::now(),
+        digest_buf: Vec::new(),
+        decision: weir_rules::Decision::default(),
+        flag_in: 0,
     };
     (s, reg)
 }
@@ -208,7 +212,7 @@ async fn errors_and_their_reset() {
     assert_eq!((e.hostgroup, e.hostname.as_str(), e.port), (0, "", 0));
 
     // Only what was asked is reset.
-    let taken = stats_snapshot_reset(&shared, false, true);
+    let taken = stats_snapshot_reset(&shared, false, true, false);
     assert_eq!(taken.errors.len(), 2);
     assert!(stats_snapshot(&shared).errors.is_empty());
 }
@@ -273,7 +277,7 @@ async fn pool_users_and_global() {
     assert_eq!(global(&snap, "Active_Transactions"), 0);
 
     // Reading the pool's _reset table zeroes its cumulative counters, and only those.
-    let taken = stats_snapshot_reset(&shared, true, false);
+    let taken = stats_snapshot_reset(&shared, true, false, false);
     assert_eq!(taken.connection_pool[0].queries, 3);
     let after = stats_snapshot(&shared);
     assert_eq!(after.connection_pool[0].queries, 0);

@@ -37,6 +37,8 @@ pub struct GlobalStats {
     pub com_backend_stmt_execute: AtomicU64,
     /// COM_STMT_CLOSE sent to backends.
     pub com_backend_stmt_close: AtomicU64,
+    /// Time spent evaluating query rules.
+    pub query_processor_time_nsec: AtomicU64,
 }
 
 impl Default for GlobalStats {
@@ -56,6 +58,7 @@ impl Default for GlobalStats {
             com_backend_stmt_prepare: AtomicU64::new(0),
             com_backend_stmt_execute: AtomicU64::new(0),
             com_backend_stmt_close: AtomicU64::new(0),
+            query_processor_time_nsec: AtomicU64::new(0),
         }
     }
 }
@@ -70,6 +73,13 @@ impl GlobalStats {
     pub fn add_nanos(counter: &AtomicU64, d: Duration) {
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         counter.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Adds `n` to a counter.
+    pub fn add(counter: &AtomicU64, n: u64) {
+        if n != 0 {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Reads a counter.

@@ -200,7 +200,7 @@ async fn stats_follow_real_traffic() {
     );
 
     // _reset tables: what was there, then zero.
-    let taken = stats_snapshot_reset(&shared, true, true);
+    let taken = stats_snapshot_reset(&shared, true, true, false);
     assert!(taken.connection_pool[0].queries > 0);
     assert!(!taken.errors.is_empty());
     let after = stats_snapshot(&shared);

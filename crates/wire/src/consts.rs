@@ -135,6 +135,8 @@ pub mod errcode {
     pub const ER_NET_READ_ERROR: u16 = 1158;
     pub const ER_NET_READ_INTERRUPTED: u16 = 1159;
     pub const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
+    /// The code ProxySQL answers a query refused by a rule's error_msg with.
+    pub const ER_NOT_ALLOWED_COMMAND: u16 = 1148;
     pub const ER_NO_SUCH_THREAD: u16 = 1094;
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;

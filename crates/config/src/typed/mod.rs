@@ -137,6 +137,10 @@ pub struct MysqlVariables {
     pub query_digests_grouping_limit: u32,
     /// `mysql-query_digests_max_entries`: bound of the digest table (weir).
     pub query_digests_max_entries: u32,
+    /// `mysql-query_digests_track_hostname`.
+    pub query_digests_track_hostname: bool,
+    /// `mysql-query_processor_iterations`: restarts of a flag chain allowed per query.
+    pub query_processor_iterations: u32,
     /// `mysql-commands_stats`.
     pub commands_stats: bool,
     /// `mysql-stats_time_backend_query`.
@@ -261,6 +265,8 @@ impl MysqlVariables {
             query_digests_keep_comment: r.bool("query_digests_keep_comment"),
             query_digests_grouping_limit: r.u32("query_digests_grouping_limit"),
             query_digests_max_entries: r.u32("query_digests_max_entries"),
+            query_digests_track_hostname: r.bool("query_digests_track_hostname"),
+            query_processor_iterations: r.u32("query_processor_iterations"),
             commands_stats: r.bool("commands_stats"),
             stats_time_backend_query: r.bool("stats_time_backend_query"),
             stats_time_query_processor: r.bool("stats_time_query_processor"),

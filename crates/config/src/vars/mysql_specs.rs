@@ -120,7 +120,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     VarSpec::boolean("query_digests_keep_comment", "false", "Keep comments in digest text."),
     VarSpec::int("query_digests_grouping_limit", "3", 1, 2089, "Values of a list (IN (...), a row, the rows of VALUES) kept before the rest are folded into ... in digests."),
     VarSpec::int("query_digests_max_entries", "100000", 1, 10_000_000, "weir: most distinct digests kept in stats_mysql_query_digest; the least used are evicted (counted in Query_Digests_evicted)."),
-    VarSpec::int("query_processor_iterations", "0", 0, 1_000_000, "Maximum rule-chain iterations (flagOUT loops); 0 = default limit."),
+    VarSpec::int("query_processor_iterations", "0", 0, 1_000_000, "Times a query may restart a flag chain from its first rule after a flagOUT; 0 = never (a flagOUT continues with the higher rule_ids of the new chain, as in ProxySQL)."),
     VarSpec::int("query_processor_regex", "1", 1, 2, "Regex engine (compatibility; weir has one)."),
     VarSpec::boolean("commands_stats", "true", "Keep stats_mysql_commands_counters."),
     VarSpec::boolean("sessions_sort", "true", "Serve sessions in a fair order (compatibility)."),
