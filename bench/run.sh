@@ -14,7 +14,10 @@
 #   BENCH_TABLE_SIZE [100000] rows of the sysbench table (prepared once, directly on the primary)
 #   BENCH_SLAP_QUERIES [20000] queries per mysqlslap run
 #   BENCH_TARGETS ["direct haproxy weir"]  weirN (e.g. "weir1 weir2 weir4"): one more weir
-#                             instance with threads = N, to compare settings in the same run
+#                             instance with threads = N, to compare settings in the same run;
+#                             weirrN (e.g. weirr1000): a weir with N query rules loaded that
+#                             match none of the workload (seed 004's shape: every query is
+#                             checked against all of them)
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the target "weir"; 1 measured best
 #                             here (2 cores, like haproxy's nbthread 1): see RESULTS.md
 #   BENCH_WEIR_PORT, BENCH_WEIR_ADMIN_PORT, BENCH_HAPROXY_PORT [free ports picked at random]
@@ -49,12 +52,16 @@ COMMAND_LINE=${COMMAND_LINE% }
 # A scenario NAME is a function `scenario_NAME TARGET PORT MODE` (MODE: warmup or run) that prints
 # "VALUE QUERIES" on its last line of stdout; its metadata sits in the arrays below. UNIT is qps
 # (higher is better) or s (lower is better). GOAL, optional: "A/B <= X" or "A/B >= X" on medians.
-SCENARIOS=(point_select_8 slap_c1)
+SCENARIOS=(point_select_8 slap_c1 rules_point_select_8)
 declare -A DESC UNIT GOAL NEEDS
 DESC[point_select_8]="sysbench oltp_point_select, text protocol (--db-ps-mode=disable), 8 threads, ${BENCH_TIME} s per run, 1 table of ${TABLE_SIZE} rows"
 UNIT[point_select_8]=qps
 GOAL[point_select_8]="weir/haproxy >= 0.8"
 NEEDS[point_select_8]=sysbench_tables
+DESC[rules_point_select_8]="sysbench oltp_point_select, text protocol, 8 threads, ${BENCH_TIME} s per run: weir with 1000 non-matching rules (target weirr1000) against weir with none; run with BENCH_TARGETS=\"direct weir weirr1000\""
+UNIT[rules_point_select_8]=qps
+GOAL[rules_point_select_8]="weirr1000/weir >= 0.9"
+NEEDS[rules_point_select_8]=sysbench_tables
 DESC[slap_c1]="mysqlslap --query=\"SELECT 1111\" --concurrency=1 --number-of-queries=${SLAP_QUERIES} --iterations=1 (seconds per run)"
 UNIT[slap_c1]=s
 GOAL[slap_c1]="weir/direct <= 1.5"
@@ -86,6 +93,8 @@ scenario_point_select_8() {
     [ "$3" = warmup ] && secs=$WARMUP
     run_sysbench oltp_point_select 8 "$2" "$secs" --db-ps-mode=disable
 }
+
+scenario_rules_point_select_8() { scenario_point_select_8 "$@"; }
 
 scenario_slap_c1() {
     local n=$SLAP_QUERIES out
@@ -161,6 +170,12 @@ start_targets() {
             start_weir_target weir "$WEIR_PORT" "$WEIR_ADMIN_PORT" "$WEIR_THREADS"
             ;;
         weir[1-9] | weir[1-9][0-9]) start_weir_target "$t" "$(free_port)" "$(free_port)" "${t#weir}" ;;
+        weirr[0-9]*)
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            load_rules "$admin_port" "${t#weirr}"
+            ;;
         *) die "unknown target $t (known: direct haproxy weir weirN)" ;;
         esac
     done
@@ -175,6 +190,21 @@ start_weir_target() {
     WEIR_THREADS_OF[$1]=$4
 }
 declare -A WEIR_THREADS_OF
+
+# load_rules ADMIN_PORT N: N active rules shaped like seed 004's, on tables sbtest2..sbtestN+1 so
+# that none matches the workload's sbtest1: every query is checked against all of them.
+load_rules() {
+    local port=$1 n=$2 i sql
+    sql="DELETE FROM mysql_query_rules;"
+    for ((i = 1; i <= n; i++)); do
+        sql+="INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) VALUES ($i, 1, '(from|into|update|into table) sbtest$((i + 1))\\b', 0, 1);"
+    done
+    sql+="LOAD MYSQL QUERY RULES TO RUNTIME;"
+    printf '%s\n' "$sql" | mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uadmin -padmin ||
+        die "could not load $n rules into weir (admin port $port)"
+    say "loaded $n rules: $(mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uadmin -padmin -Nse \
+        'SELECT COUNT(*) FROM runtime_mysql_query_rules') in runtime_mysql_query_rules"
+}
 
 # CPU time (user + system) of a process, in clock ticks.
 cpu_ticks() {
