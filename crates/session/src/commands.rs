@@ -118,7 +118,15 @@ impl Session {
         let rt = self.shared.runtime.load_full();
         let m = &rt.mysql;
         let digest = self.process_query(&cmd, m);
-        let decision = std::mem::take(&mut self.decision);
+        let mut decision = std::mem::take(&mut self.decision);
+        // LAST_INSERT_ID() reads the id on the connection that generated it, which the session
+        // keeps for mysql-auto_increment_delay_multiplex statements: it is read there, wherever
+        // the rules route the query.
+        if scan.reads_last_insert_id && self.keep_for > 0 {
+            if let Some(b) = &self.backend {
+                decision.destination_hostgroup = Some(b.server().spec().hostgroup);
+            }
+        }
         let flow = self
             .run_decided(cmd, &decision, m, scan.pin.0, scan.use_schema, seq)
             .await;
