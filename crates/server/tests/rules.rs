@@ -756,21 +756,25 @@ async fn timed(c: &mut Conn, sql: &str, n: usize) -> Vec<f64> {
 }
 
 /// A rule's delay slows the queries it matches only; mysql-default_query_delay slows every
-/// query that no delay rule matched.
+/// query, and a matching rule's delay adds to it (as in ProxySQL, where seed 002's rules with
+/// `delay = 0` leave the default delay in force).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rule_delay_and_default_delay() {
     let w = start("");
     admin(
         &w,
         "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, delay, apply) VALUES (1, 1, 'slow_one', 50, 1);
+INSERT INTO mysql_query_rules (rule_id, active, match_pattern, delay, apply) VALUES (2, 1, 'zero_one', 0, 1);
 LOAD MYSQL QUERY RULES TO RUNTIME;",
     );
     let mut c = connect(&w).await;
     let slow = timed(&mut c, "SELECT 'slow_one'", 20).await;
     let fast = timed(&mut c, "SELECT 'fast_one'", 20).await;
+    let zero = timed(&mut c, "SELECT 'zero_one'", 20).await;
     assert!(slow[0] >= 40.0, "every delayed query waits: {slow:?}");
     let median = |v: &[f64]| v[v.len() / 2];
     assert!(median(&fast) < 20.0, "others stay fast: {fast:?}");
+    assert!(median(&zero) < 20.0, "delay 0 is no delay: {zero:?}");
     assert!(
         slow.iter().sum::<f64>() > 4.0 * fast.iter().sum::<f64>(),
         "slow {slow:?}\nfast {fast:?}"
@@ -780,10 +784,15 @@ LOAD MYSQL QUERY RULES TO RUNTIME;",
         &w,
         "SET mysql-default_query_delay = 30; LOAD MYSQL VARIABLES TO RUNTIME;",
     );
-    let fast = timed(&mut c, "SELECT 'fast_one'", 20).await;
+    let fast = timed(&mut c, "SELECT 'fast_one'", 10).await;
     assert!(fast[0] >= 25.0, "the default delay applies: {fast:?}");
-    let slow = timed(&mut c, "SELECT 'slow_one'", 20).await;
-    assert!(slow[0] >= 40.0, "the rule's delay still applies: {slow:?}");
+    let zero = timed(&mut c, "SELECT 'zero_one'", 10).await;
+    assert!(
+        zero[0] >= 25.0,
+        "a rule's delay 0 keeps the default: {zero:?}"
+    );
+    let slow = timed(&mut c, "SELECT 'slow_one'", 10).await;
+    assert!(slow[0] >= 75.0, "default + rule delay: {slow:?}");
     drop(c);
 }
 

@@ -219,10 +219,9 @@ impl Session {
             d.destination_hostgroup
                 .unwrap_or(self.user.default_hostgroup),
         );
-        let delay = d
-            .delay
-            .map(|ms| std::time::Duration::from_millis(u64::from(ms)))
-            .unwrap_or(m.default_query_delay);
+        // As ProxySQL: mysql-default_query_delay for every query, plus the rule's delay.
+        let delay = m.default_query_delay
+            + std::time::Duration::from_millis(u64::from(d.delay.unwrap_or(0)));
         if !delay.is_zero() {
             // Only this session waits: the worker goes on serving the others.
             tokio::time::sleep(delay).await;
