@@ -94,7 +94,9 @@ pub struct ConnectParams {
     pub schema: Option<String>,
     /// Collation id sent in the handshake.
     pub collation: u8,
-    /// Client capabilities from [`CORRECTNESS_CAPS`] to ask for, on top of the base set.
+    /// Client capabilities from [`CORRECTNESS_CAPS`] to ask for, on top of the base set; also
+    /// CLIENT_DEPRECATE_EOF, only for a connection whose replies weir never reads itself (a
+    /// fast_forward client's: [`BackendConn::command`] expects classic EOFs).
     pub capabilities: u32,
     /// Limit for TCP connect plus handshake.
     pub connect_timeout: Duration,
@@ -168,7 +170,8 @@ impl BackendConn {
         let g = Greeting::parse(&greeting)?;
         conn.connection_id = g.connection_id;
         conn.server_version = g.server_version.clone();
-        let mut caps = BACKEND_BASE_CAPS | (params.capabilities & CORRECTNESS_CAPS);
+        let mut caps =
+            BACKEND_BASE_CAPS | (params.capabilities & (CORRECTNESS_CAPS | cap::DEPRECATE_EOF));
         if params.schema.is_some() {
             caps |= cap::CONNECT_WITH_DB;
         }

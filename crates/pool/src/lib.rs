@@ -320,6 +320,28 @@ impl Pool {
         hostgroup: u32,
         login: &LoginTemplate,
     ) -> Result<PooledConn, PoolError> {
+        self.checkout_inner(hostgroup, login, true).await
+    }
+
+    /// Opens a new connection to a usable server of `hostgroup`, never an idle one, for a
+    /// client that keeps it to itself (fast_forward users). It counts as used on its server
+    /// like any checked-out connection; close it, never check it in. `login.key.capabilities`
+    /// may carry CLIENT_DEPRECATE_EOF, for a connection spoken to only in the client's own
+    /// protocol.
+    pub async fn connect_dedicated(
+        &self,
+        hostgroup: u32,
+        login: &LoginTemplate,
+    ) -> Result<PooledConn, PoolError> {
+        self.checkout_inner(hostgroup, login, false).await
+    }
+
+    async fn checkout_inner(
+        &self,
+        hostgroup: u32,
+        login: &LoginTemplate,
+        reuse: bool,
+    ) -> Result<PooledConn, PoolError> {
         let settings = self.settings.load_full();
         let started = Instant::now();
         let deadline = started + settings.connect_timeout_max;
@@ -362,7 +384,12 @@ impl Pool {
                 }
                 continue;
             }
-            if let Some(conn) = server.take_idle(&login.key) {
+            let idle = if reuse {
+                server.take_idle(&login.key)
+            } else {
+                None
+            };
+            if let Some(conn) = idle {
                 let mut pooled = PooledConn {
                     conn: Some(conn),
                     server: server.clone(),

@@ -163,6 +163,9 @@ pub struct Decision {
     pub cache_timeout: Option<u32>,
     /// Kill the query after this many milliseconds.
     pub timeout: Option<u32>,
+    /// The rule_id of the rule whose `timeout` is in [`Decision::timeout`], so that the error
+    /// a timed-out client gets can name it.
+    pub timeout_rule: Option<u32>,
     /// Retries on backend failure.
     pub retries: Option<u32>,
     /// Delay the query this many milliseconds (added to `mysql-default_query_delay`).

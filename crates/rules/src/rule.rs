@@ -264,6 +264,9 @@ impl Rule {
     /// Records the rule's actions in the decision.
     pub(crate) fn apply_actions(&self, d: &mut Decision) {
         self.actions.apply_to(d);
+        if self.actions.timeout.is_some() {
+            d.timeout_rule = Some(self.rule_id);
+        }
     }
 
     /// The text after this rule's `replace_pattern`, or `None` when the rule has none or its

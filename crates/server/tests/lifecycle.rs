@@ -113,7 +113,17 @@ fn killed_client_leaves_no_open_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_backend_connection_gives_error_then_recovers() {
-    let mut c = common::connect().await;
+    // Without retries: with the default (1) weir re-runs the statement on another connection
+    // (tests/rules_actions.rs covers that).
+    let w = common::start_weir("query_retries_on_failure = 0");
+    let mut c = Conn::new(common::opts_for(
+        w.port,
+        WEIR_USER,
+        WEIR_PASS,
+        Some("weirtest"),
+    ))
+    .await
+    .unwrap();
     let primary = &common::topo().primary;
     let q = tokio::spawn(async move {
         let r: Result<Option<i64>, _> = c

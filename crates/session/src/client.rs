@@ -130,6 +130,12 @@ impl ClientConn {
         self.stream.read_buf(&mut self.rbuf).await
     }
 
+    /// Takes the bytes read from the client and not consumed yet (a fast_forward session
+    /// passes them on before it relays the socket itself).
+    pub fn take_buffered(&mut self) -> BytesMut {
+        self.rbuf.split()
+    }
+
     /// Whether bytes of a next command are already buffered (pipelining clients).
     pub fn has_buffered(&self) -> bool {
         self.rbuf.has_remaining()

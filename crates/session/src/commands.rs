@@ -1,11 +1,12 @@
 //! One handler per client command.
 
 use crate::client::{ClientError, Command};
-use crate::relay::{forward_command, relay_reply, RelayError, ReplyOutcome};
+use crate::exec::{kill_on_backend, Limits, Step};
+use crate::relay::{forward_command, ReplyOutcome};
 use crate::session::{lost_backend, statement_id, Flow, Prepared, Session};
 use crate::GlobalStats;
 use std::sync::Arc;
-use weir_backend::{BackendConn, BackendError, ConnectParams};
+use weir_backend::BackendError;
 use weir_sql::{Pin, StatementKind};
 use weir_wire::handshake::ChangeUser;
 use weir_wire::msg::{ErrInfo, OkInfo};
@@ -236,7 +237,8 @@ impl Session {
             Some(text) => Command::query(text),
             None => cmd,
         };
-        self.forward_with(cmd, Expect::ResultSets, pins, use_schema)
+        let limits = Limits::decided(d, m);
+        self.forward_with(cmd, Expect::ResultSets, pins, use_schema, &limits)
             .await
     }
 
@@ -299,23 +301,35 @@ impl Session {
             (weir_sql::scan(q).command, text.into_boxed_str())
         };
         // Rules route the statement where it is prepared; its executions follow (the
-        // connection stays with the session while it has prepared statements).
-        if !self.tied() {
-            let rt = self.shared.runtime.load_full();
+        // connection stays with the session while it has prepared statements), and so does
+        // a rule's timeout.
+        let rt = self.shared.runtime.load_full();
+        let limits = if self.tied() {
+            Limits::defaults(&rt.mysql)
+        } else {
             self.process_query(&cmd, &rt.mysql);
             let hostgroup = self
                 .decision
                 .destination_hostgroup
                 .unwrap_or(self.user.default_hostgroup);
             self.route_to(hostgroup);
-        }
+            Limits::decided(&self.decision, &rt.mysql)
+        };
         let outcome = self
-            .forward_with(cmd, Expect::Prepare, Pin::PREPARED, None)
+            .forward_with(cmd, Expect::Prepare, Pin::PREPARED, None, &limits)
             .await?;
         if let Some(o) = outcome {
             GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
             if let Some(id) = o.prepared_id {
-                self.prepared.insert(id, Prepared { command, text });
+                let timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
+                self.prepared.insert(
+                    id,
+                    Prepared {
+                        command,
+                        text,
+                        timeout,
+                    },
+                );
             }
         }
         Ok(Flow::Continue)
@@ -328,7 +342,8 @@ impl Session {
         expect: Expect,
         pins: u32,
     ) -> Result<Flow, ClientError> {
-        self.forward_with(cmd, expect, pins, None).await?;
+        let limits = Limits::defaults(&self.shared.runtime.load().mysql);
+        self.forward_with(cmd, expect, pins, None, &limits).await?;
         Ok(Flow::Continue)
     }
 
@@ -340,12 +355,9 @@ impl Session {
         expect: Expect,
         pins: u32,
         use_schema: Option<String>,
+        limits: &Limits,
     ) -> Result<Option<ReplyOutcome>, ClientError> {
-        let seq = cmd.last_seq.wrapping_add(1);
-        if self.acquire(seq).await?.is_none() {
-            return Ok(None);
-        }
-        let outcome = self.exchange(&cmd, expect, seq).await?;
+        let outcome = self.run_with_retries(&cmd, expect, limits).await?;
         if let Some(outcome) = &outcome {
             if outcome.error.is_none() {
                 if let Some(db) = use_schema {
@@ -393,109 +405,22 @@ impl Session {
             self.client.send_err(seq, &e).await?;
             return Ok(Flow::Continue);
         }
-        if self.exchange(&cmd, expect, seq).await?.is_some() {
-            self.release();
+        let mut limits = Limits::defaults(&self.shared.runtime.load().mysql);
+        if let Some(&(timeout, rule)) = self
+            .prepared
+            .get(&statement_id(&cmd))
+            .and_then(|p| p.timeout.as_ref())
+        {
+            limits.timeout = timeout;
+            limits.timeout_rule = Some(rule);
+        }
+        // Only the connection that prepared the statement can run it: never retried elsewhere.
+        match self.exchange(&cmd, expect, seq, &limits).await? {
+            Step::Replied(_) => self.release(),
+            Step::Answered => {}
+            Step::Failed(f) => self.report_failure(f).await?,
         }
         Ok(Flow::Continue)
-    }
-
-    /// Forwards the command on the held connection and relays the reply. `None` when the
-    /// backend failed (the client got an ERR, or the session must end).
-    async fn exchange(
-        &mut self,
-        cmd: &Command,
-        expect: Expect,
-        seq: u8,
-    ) -> Result<Option<ReplyOutcome>, ClientError> {
-        let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
-        self.mark_running();
-        let (result, server) = {
-            let Some(b) = self.backend.as_mut() else {
-                return Ok(None);
-            };
-            let server = b.server().clone();
-            if cmd.code() == com::STMT_EXECUTE {
-                GlobalStats::inc(&self.shared.stats.com_backend_stmt_execute);
-            }
-            server
-                .stats
-                .queries
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            server
-                .stats
-                .bytes_sent
-                .fetch_add(cmd.raw.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            let conn: &mut BackendConn = b.conn();
-            tracing::trace!(
-                session = self.handle.id,
-                backend_thread = conn.connection_id,
-                command = com::name(cmd.code()),
-                "statement"
-            );
-            match forward_command(conn, &cmd.raw).await {
-                Ok(()) => {
-                    let r = relay_reply(&mut self.client, conn, expect, seq, max).await;
-                    if let Ok(o) = &r {
-                        server
-                            .stats
-                            .bytes_recv
-                            .fetch_add(o.bytes, std::sync::atomic::Ordering::Relaxed);
-                        // The relay stamps the connection when the reply's last byte went out.
-                        self.reply_end = Some(conn.last_used);
-                    }
-                    (r, server)
-                }
-                Err(e) => (
-                    Err(RelayError::Backend {
-                        source: e,
-                        client_bytes: false,
-                        next_seq: seq,
-                    }),
-                    server,
-                ),
-            }
-        };
-        self.clear_running();
-        match result {
-            Ok(o) => {
-                if let Some(e) = &o.error {
-                    self.log_error(Some(&server), e.code, &e.message);
-                }
-                Ok(Some(o))
-            }
-            Err(RelayError::Client(e)) => {
-                // The client is gone mid-statement: stop the statement on the server and
-                // drop the connection, which rolls back whatever it had open.
-                if let Some(b) = self.backend.take() {
-                    GlobalStats::inc(&self.shared.stats.server_connections_aborted);
-                    let running = crate::registry::Running {
-                        server: b.server().clone(),
-                        backend_thread: b.conn_ref().connection_id,
-                        login: self.login.clone(),
-                    };
-                    drop(b);
-                    let shared = self.shared.clone();
-                    tokio::spawn(async move { kill_on_backend(&shared, &running, false).await });
-                }
-                Err(ClientError::Io(e))
-            }
-            Err(RelayError::Backend {
-                source, next_seq, ..
-            }) => {
-                tracing::info!(session = self.handle.id, error = %source, "backend failed during a statement");
-                let tied = self.tied();
-                let err = lost_backend(&source);
-                self.log_error(Some(&server), err.code, &err.message);
-                self.drop_backend().await;
-                self.client.send_err(next_seq, &err).await?;
-                if tied {
-                    // Its transaction or session state died with the connection: end the
-                    // session as the server would, rather than go on without that state.
-                    return Err(ClientError::Closed);
-                }
-                Ok(None)
-            }
-        }
     }
 
     async fn init_db(&mut self, cmd: &Command) -> Result<(), ClientError> {
@@ -645,33 +570,5 @@ impl Session {
         }
         self.client.send_ok(seq, &self.ok_status()).await?;
         Ok(())
-    }
-}
-
-/// Runs `KILL [QUERY] <backend thread>` on the server over a separate connection.
-pub(crate) async fn kill_on_backend(
-    shared: &crate::Shared,
-    r: &crate::registry::Running,
-    query_only: bool,
-) {
-    let settings = shared.pool.settings();
-    let params = ConnectParams {
-        endpoint: r.server.endpoint().clone(),
-        username: r.login.key.username.to_string(),
-        credential: r.login.credential.clone(),
-        schema: None,
-        collation: r.login.key.collation,
-        capabilities: 0,
-        connect_timeout: settings.connect_timeout,
-    };
-    match BackendConn::connect(&params).await {
-        Ok(mut c) => {
-            let what = if query_only { "KILL QUERY" } else { "KILL" };
-            if let Err(e) = c.query(&format!("{what} {}", r.backend_thread)).await {
-                tracing::debug!(error = %e, "backend KILL failed (the statement may have ended)");
-            }
-            c.quit().await;
-        }
-        Err(e) => tracing::warn!(error = %e, "could not reach the backend to kill a statement"),
     }
 }

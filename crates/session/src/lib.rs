@@ -9,6 +9,8 @@ mod activity;
 mod auth;
 pub mod client;
 mod commands;
+mod exec;
+mod fast_forward;
 pub mod registry;
 pub mod relay;
 mod session;

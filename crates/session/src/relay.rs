@@ -5,9 +5,14 @@
 //! Packets are forwarded in place (only their sequence byte is rewritten); the only packets
 //! weir builds itself are the EOF translations for clients that negotiated
 //! CLIENT_DEPRECATE_EOF, since backends are always spoken to in the classic EOF form.
+//!
+//! A [`ReplyGuard`] lets the statement timer withhold a reply that has not started to reach
+//! the client: the relay then reads it to its end without forwarding it (so the connection
+//! stays usable), and the session answers with its own error.
 
 use crate::client::ClientConn;
 use bytes::{Buf, BytesMut};
+use std::sync::atomic::{AtomicU8, Ordering};
 use tokio::io::AsyncWriteExt;
 use weir_backend::{BackendConn, BackendError};
 use weir_wire::msg::{write_ok, ErrInfo, OkInfo};
@@ -50,26 +55,69 @@ pub enum RelayError {
     Client(std::io::Error),
 }
 
+/// Whether a reply still may be withheld from the client. The relay marks it sent before its
+/// first write to the client; the statement timer switches it to discarding only while nothing
+/// was sent. Both run in the session's task: the atomic only keeps the session future `Send`.
+#[derive(Debug, Default)]
+pub struct ReplyGuard(AtomicU8);
+
+const UNSENT: u8 = 0;
+const SENT: u8 = 1;
+const DISCARD: u8 = 2;
+
+impl ReplyGuard {
+    /// Switches to discarding the reply; false when part of it already reached the client.
+    pub fn discard(&self) -> bool {
+        if self.0.load(Ordering::Relaxed) == UNSENT {
+            self.0.store(DISCARD, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Whether any reply byte was written to the client.
+    pub fn sent(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == SENT
+    }
+
+    fn discarding(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == DISCARD
+    }
+
+    /// Called before writing to the client: false when the reply is being discarded.
+    fn begin_write(&self) -> bool {
+        match self.0.load(Ordering::Relaxed) {
+            SENT => true,
+            DISCARD => false,
+            _ => {
+                self.0.store(SENT, Ordering::Relaxed);
+                true
+            }
+        }
+    }
+}
+
 struct Relay<'a> {
     client: &'a mut ClientConn,
     conn: &'a mut BackendConn,
     tracker: ReplyTracker,
     client_seq: u8,
     deprecate_eof: bool,
-    sent_any: bool,
+    guard: &'a ReplyGuard,
     client_quiet: bool,
     out: ReplyOutcome,
     max_packet: usize,
 }
 
 /// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
-/// client expects for the first reply packet.
+/// client expects for the first reply packet; `guard` says whether it still goes to the client.
 pub async fn relay_reply(
     client: &mut ClientConn,
     conn: &mut BackendConn,
     expect: Expect,
     client_seq: u8,
     max_packet: usize,
+    guard: &ReplyGuard,
 ) -> Result<ReplyOutcome, RelayError> {
     let deprecate_eof = client.caps & cap::DEPRECATE_EOF != 0;
     let mut r = Relay {
@@ -78,7 +126,7 @@ pub async fn relay_reply(
         tracker: ReplyTracker::new(expect),
         client_seq,
         deprecate_eof,
-        sent_any: false,
+        guard,
         client_quiet: false,
         out: ReplyOutcome::default(),
         max_packet,
@@ -94,30 +142,30 @@ impl Relay<'_> {
     fn backend_err(&self, e: impl Into<BackendError>) -> RelayError {
         RelayError::Backend {
             source: e.into(),
-            client_bytes: self.sent_any,
+            client_bytes: self.guard.sent(),
             next_seq: self.client_seq,
         }
     }
 
     async fn write_client(&mut self, from: usize, to: usize) -> Result<(), RelayError> {
-        if to > from {
+        if to > from && self.guard.begin_write() {
             self.client
                 .stream
                 .write_all(&self.conn.rbuf[from..to])
                 .await
                 .map_err(RelayError::Client)?;
-            self.sent_any = true;
         }
         Ok(())
     }
 
     async fn write_built(&mut self, buf: &BytesMut) -> Result<(), RelayError> {
-        self.client
-            .stream
-            .write_all(buf)
-            .await
-            .map_err(RelayError::Client)?;
-        self.sent_any = true;
+        if self.guard.begin_write() {
+            self.client
+                .stream
+                .write_all(buf)
+                .await
+                .map_err(RelayError::Client)?;
+        }
         Ok(())
     }
 
@@ -270,6 +318,15 @@ impl Relay<'_> {
 
     /// Relays the client's file for LOAD DATA LOCAL INFILE until its empty closing packet.
     async fn local_infile(&mut self) -> Result<(), RelayError> {
+        if self.guard.discarding() {
+            // The client never saw the request: answer it with an empty file.
+            let empty = [0, 0, 0, self.client_seq];
+            if let Err(e) = self.conn.stream.write_all(&empty).await {
+                return Err(self.backend_err(e));
+            }
+            self.tracker.local_infile_sent();
+            return Ok(());
+        }
         // The backend numbers its packets like the client here: nothing was dropped before the
         // request, so the client's sequence ids can be forwarded unchanged.
         loop {

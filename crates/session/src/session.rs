@@ -50,6 +50,8 @@ pub struct Session {
     pub(crate) decision: weir_rules::Decision,
     /// Flag the next query starts its rule evaluation with (a rule's next_query_flagIN).
     pub(crate) flag_in: i32,
+    /// The statement timer, reset for each command sent to a backend (see `exec`).
+    pub(crate) timer: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
 
 /// A statement prepared by the client.
@@ -58,6 +60,8 @@ pub(crate) struct Prepared {
     pub(crate) command: SqlCommand,
     /// Its text, truncated to [`activity::INFO_MAX`] bytes.
     pub(crate) text: Box<str>,
+    /// The timeout a query rule gave it when it was prepared, with that rule's id.
+    pub(crate) timeout: Option<(Duration, u32)>,
 }
 
 /// What the command loop does next.
@@ -121,6 +125,25 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         capabilities: client.caps & CORRECTNESS_CAPS,
         collation: login.collation,
     };
+    if login.user.fast_forward {
+        let template = LoginTemplate {
+            key,
+            credential: login.credential.clone(),
+            schema,
+        };
+        let hostgroup = login.user.default_hostgroup;
+        crate::fast_forward::serve(
+            &shared,
+            &handle,
+            &mut client,
+            hostgroup,
+            template,
+            login.next_seq,
+        )
+        .await;
+        drop(registration);
+        return;
+    }
     let mut session = Session {
         hostgroup: login.user.default_hostgroup,
         login: Arc::new(LoginTemplate {
@@ -143,6 +166,7 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         digest_buf: Vec::new(),
         decision: weir_rules::Decision::default(),
         flag_in: 0,
+        timer: Box::pin(tokio::time::sleep(Duration::MAX)),
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {

@@ -172,7 +172,7 @@ fn global_rows(
         .iter()
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
         .sum();
-    let rows: [(&str, u64); 28] = [
+    let rows: [(&str, u64); 32] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("Active_Transactions", gauges.in_transaction),
         (
@@ -216,6 +216,17 @@ fn global_rows(
         ),
         ("Com_frontend_stmt_close", get(&st.com_frontend_stmt_close)),
         ("Questions", get(&st.questions)),
+        (
+            "mysql_killed_backend_queries",
+            get(&st.killed_backend_queries),
+        ),
+        (
+            "mysql_killed_backend_connections",
+            get(&st.killed_backend_connections),
+        ),
+        // weir's own: ProxySQL does not count these.
+        ("Query_retries", get(&st.query_retries)),
+        ("Query_timeouts", get(&st.query_timeouts)),
         ("Slow_queries", get(&st.slow_queries)),
         // No query cache yet.
         ("Query_Cache_Memory_bytes", 0),

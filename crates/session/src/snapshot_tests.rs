@@ -74,6 +74,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         digest_buf: Vec::new(),
         decision: weir_rules::Decision::default(),
         flag_in: 0,
+        timer: Box::pin(tokio::time::sleep(std::time::Duration::MAX)),
     };
     (s, reg)
 }
@@ -150,6 +151,7 @@ async fn executes_count_under_the_prepared_statement_command() {
         Prepared {
             command: SqlCommand::Update,
             text: "UPDATE t SET a=? WHERE id=?".into(),
+            timeout: None,
         },
     );
     let started = Instant::now();

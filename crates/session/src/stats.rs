@@ -39,6 +39,14 @@ pub struct GlobalStats {
     pub com_backend_stmt_close: AtomicU64,
     /// Time spent evaluating query rules.
     pub query_processor_time_nsec: AtomicU64,
+    /// KILL QUERY weir sent to backends (statement timeouts, client KILL QUERY).
+    pub killed_backend_queries: AtomicU64,
+    /// KILL weir sent to backends (client KILL, clients gone mid-statement).
+    pub killed_backend_connections: AtomicU64,
+    /// Statements re-run on another connection after their backend failed.
+    pub query_retries: AtomicU64,
+    /// Statements stopped by their timeout (rule or mysql-default_query_timeout).
+    pub query_timeouts: AtomicU64,
 }
 
 impl Default for GlobalStats {
@@ -59,6 +67,10 @@ impl Default for GlobalStats {
             com_backend_stmt_execute: AtomicU64::new(0),
             com_backend_stmt_close: AtomicU64::new(0),
             query_processor_time_nsec: AtomicU64::new(0),
+            killed_backend_queries: AtomicU64::new(0),
+            killed_backend_connections: AtomicU64::new(0),
+            query_retries: AtomicU64::new(0),
+            query_timeouts: AtomicU64::new(0),
         }
     }
 }

@@ -141,6 +141,9 @@ pub mod errcode {
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_QUERY_INTERRUPTED: u16 = 1317;
+    /// MariaDB's ER_STATEMENT_TIMEOUT (SQLSTATE 70100), which ProxySQL also answers a query
+    /// killed by its query timeout with.
+    pub const ER_STATEMENT_TIMEOUT: u16 = 1907;
     pub const ER_MALFORMED_PACKET: u16 = 1835;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_LOST_BACKEND: u16 = 2013;

@@ -185,6 +185,9 @@ impl Naive {
                     log,
                     destination_hostgroup
                 );
+                if r.timeout.is_some() {
+                    ret.timeout_rule = Some(r.rule_id);
+                }
                 if let Some(v) = r.next_query_flag_in.filter(|v| *v >= 0) {
                     ret.next_query_flag_in = Some(v);
                 }

@@ -1,0 +1,462 @@
+//! Running one command on a backend connection: the statement timer (a rule's `timeout`, else
+//! mysql-default_query_timeout) that stops a statement with KILL QUERY over another connection,
+//! the re-run on another connection when a backend fails before replying (a rule's `retries`,
+//! else mysql-query_retries_on_failure), and KILL on behalf of clients.
+//!
+//! # Timeouts
+//!
+//! Every command sent to a backend runs under the session's timer. The timer is one `Sleep`
+//! per session, reset for each command: while deadlines only move forward (the same timeout
+//! statement after statement) tokio extends a registered timer with one atomic operation, so
+//! the common case costs no allocation and no lock on the timer wheel. A command with a shorter
+//! deadline than the previous one (a rule's timeout after the default) re-registers it.
+//!
+//! When the timer fires, weir sends `KILL QUERY <backend thread>` over a new connection, from
+//! the session's task (the worker goes on serving other sessions), then:
+//! - if no byte of the reply reached the client yet, the reply the server still sends (ERR 1317,
+//!   or for `SELECT SLEEP(n)` an ordinary row) is read to its end without being forwarded, and
+//!   the client gets weir's own ERR 1907 naming the limit; the connection stays usable. If the
+//!   KILL cannot be delivered, or the server has not ended the statement [`KILL_GRACE`] after
+//!   it, the connection is closed instead and the client gets the same ERR.
+//! - if part of the reply already reached the client (a long result set being streamed), an
+//!   ERR can no longer be inserted: the relay goes on and the client gets what the server
+//!   sends after the KILL, normally ERR 1317 "Query execution was interrupted".
+//!
+//! In both cases the connection is only reused once the KILL QUERY has completed, so that a
+//! KILL still in flight can never hit the next statement on it.
+
+use crate::client::{ClientError, Command};
+use crate::registry::Running;
+use crate::relay::{forward_command, relay_reply, RelayError, ReplyGuard, ReplyOutcome};
+use crate::session::{lost_backend, Session};
+use crate::GlobalStats;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Sleep;
+use weir_backend::{BackendConn, ConnectParams};
+use weir_config::MysqlVariables;
+use weir_pool::{LoginTemplate, ServerState};
+use weir_wire::msg::ErrInfo;
+use weir_wire::reply::Expect;
+use weir_wire::{com, errcode};
+
+/// How long the server gets to end a timed-out statement once its KILL QUERY went through,
+/// before weir closes the connection instead (a statement rolling back a large change can
+/// take long to notice the KILL).
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a command may run and how often it is re-run after a backend failure.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// How long the command may run on the backend.
+    pub(crate) timeout: Duration,
+    /// The rule whose `timeout` this is; `None` for mysql-default_query_timeout.
+    pub(crate) timeout_rule: Option<u32>,
+    /// Re-runs on another connection when the backend fails before replying.
+    pub(crate) retries: u32,
+}
+
+impl Limits {
+    /// The global defaults.
+    pub(crate) fn defaults(m: &MysqlVariables) -> Limits {
+        Limits {
+            timeout: m.default_query_timeout,
+            timeout_rule: None,
+            retries: m.query_retries_on_failure,
+        }
+    }
+
+    /// The rules' `timeout` and `retries` where set, else the defaults. A timeout of 0 sets
+    /// nothing, as in ProxySQL.
+    pub(crate) fn decided(d: &weir_rules::Decision, m: &MysqlVariables) -> Limits {
+        let mut l = Limits::defaults(m);
+        if let Some(ms) = d.timeout.filter(|ms| *ms > 0) {
+            l.timeout = Duration::from_millis(u64::from(ms));
+            l.timeout_rule = d.timeout_rule;
+        }
+        if let Some(r) = d.retries {
+            l.retries = r;
+        }
+        l
+    }
+
+    /// The error a client gets for a statement stopped by this timeout.
+    pub(crate) fn timeout_error(&self) -> ErrInfo {
+        let source = match self.timeout_rule {
+            Some(id) => format!("query rule {id} timeout"),
+            None => "mysql-default_query_timeout".to_string(),
+        };
+        // ProxySQL's words first, so that what matches them goes on matching.
+        ErrInfo::new(
+            errcode::ER_STATEMENT_TIMEOUT,
+            "70100",
+            format!(
+                "Query execution was interrupted, query_timeout exceeded: weir stopped the \
+                 statement after {} ms ({source})",
+                self.timeout.as_millis()
+            ),
+        )
+    }
+}
+
+/// How a command sent to a backend ended.
+pub(crate) enum Step {
+    /// A reply was relayed (it may end with the server's ERR), or, for a timed-out statement,
+    /// read to its end while the client got weir's ERR (`error` then holds it): the connection
+    /// is usable.
+    Replied(ReplyOutcome),
+    /// The client has its answer (an ERR) and the connection is gone or was never there.
+    Answered,
+    /// The backend failed; its connection is closed and the client is not answered yet.
+    Failed(Failure),
+}
+
+/// A backend failure during a command.
+pub(crate) struct Failure {
+    /// The error for the client.
+    pub(crate) err: ErrInfo,
+    /// The sequence id it goes out with.
+    pub(crate) next_seq: u8,
+    /// Whether the command may run again elsewhere: nothing reached the client and nothing the
+    /// session needs lived on the lost connection.
+    pub(crate) retryable: bool,
+    /// Whether session state (a transaction, variables...) died with the connection.
+    pub(crate) tied: bool,
+}
+
+/// How the relay under the timer ended.
+enum Timed {
+    /// Before the timer fired.
+    Done(Result<ReplyOutcome, RelayError>),
+    /// The timer fired. `discarded`: no reply byte had reached the client, so the reply was
+    /// read without being forwarded. `result` is `None` when the server did not end the
+    /// statement (KILL failed, or no end within [`KILL_GRACE`]).
+    TimedOut {
+        discarded: bool,
+        result: Option<Result<ReplyOutcome, RelayError>>,
+    },
+}
+
+/// What a KILL of a backend statement needs, borrowed from the session.
+struct KillTarget<'a> {
+    shared: &'a crate::Shared,
+    server: &'a Arc<ServerState>,
+    backend_thread: u32,
+    login: &'a Arc<LoginTemplate>,
+}
+
+/// Sends `raw` and relays the reply under `timer`. On expiry: KILL QUERY, then see
+/// [`Timed::TimedOut`].
+#[allow(clippy::too_many_arguments)]
+async fn relay_timed(
+    client: &mut crate::client::ClientConn,
+    conn: &mut BackendConn,
+    timer: Pin<&mut Sleep>,
+    raw: &[u8],
+    expect: Expect,
+    seq: u8,
+    max: usize,
+    target: KillTarget<'_>,
+) -> Timed {
+    let guard = ReplyGuard::default();
+    let relay = async {
+        forward_command(conn, raw)
+            .await
+            .map_err(|e| RelayError::Backend {
+                source: e,
+                client_bytes: false,
+                next_seq: seq,
+            })?;
+        relay_reply(client, conn, expect, seq, max, &guard).await
+    };
+    tokio::pin!(relay);
+    tokio::select! {
+        biased;
+        r = &mut relay => return Timed::Done(r),
+        () = timer => {}
+    }
+    let discarded = guard.discard();
+    let running = Running {
+        server: target.server.clone(),
+        backend_thread: target.backend_thread,
+        login: target.login.clone(),
+    };
+    tracing::info!(
+        backend_thread = target.backend_thread,
+        server = %target.server.endpoint(),
+        discarded,
+        "statement timeout: KILL QUERY"
+    );
+    let kill = kill_on_backend(target.shared, &running, true);
+    tokio::pin!(kill);
+    let (result, delivered) = tokio::select! {
+        r = &mut relay => (Some(r), (&mut kill).await),
+        delivered = &mut kill => (None, delivered),
+    };
+    let result = match result {
+        Some(r) => Some(r),
+        // The client is receiving the reply: it gets the rest, however long the server takes.
+        None if !discarded => Some(relay.await),
+        None if delivered => tokio::time::timeout(KILL_GRACE, relay).await.ok(),
+        None => None,
+    };
+    Timed::TimedOut { discarded, result }
+}
+
+impl Session {
+    /// Acquires a backend, sends the command and relays the reply; re-runs it on another
+    /// connection when the backend fails before any reply byte reached the client and nothing
+    /// ties the session to the lost connection, up to `limits.retries` times. `None` when no
+    /// reply was relayed (the client got an ERR).
+    pub(crate) async fn run_with_retries(
+        &mut self,
+        cmd: &Command,
+        expect: Expect,
+        limits: &Limits,
+    ) -> Result<Option<ReplyOutcome>, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let mut retries = limits.retries;
+        loop {
+            if self.acquire(seq).await?.is_none() {
+                return Ok(None);
+            }
+            match self.exchange(cmd, expect, seq, limits).await? {
+                Step::Replied(o) => return Ok(Some(o)),
+                Step::Answered => return Ok(None),
+                Step::Failed(f) if f.retryable && retries > 0 => {
+                    retries -= 1;
+                    GlobalStats::inc(&self.shared.stats.query_retries);
+                    tracing::info!(
+                        session = self.handle.id,
+                        error = %f.err.message,
+                        "re-running the statement on another connection"
+                    );
+                }
+                Step::Failed(f) => {
+                    self.report_failure(f).await?;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Tells the client about a backend failure; ends the session when its state was lost.
+    pub(crate) async fn report_failure(&mut self, f: Failure) -> Result<(), ClientError> {
+        self.client.send_err(f.next_seq, &f.err).await?;
+        if f.tied {
+            // Its transaction or session state died with the connection: end the session as
+            // the server would, rather than go on without that state.
+            return Err(ClientError::Closed);
+        }
+        Ok(())
+    }
+
+    /// Forwards the command on the held connection and relays the reply, under the timeout.
+    pub(crate) async fn exchange(
+        &mut self,
+        cmd: &Command,
+        expect: Expect,
+        seq: u8,
+        limits: &Limits,
+    ) -> Result<Step, ClientError> {
+        let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
+        self.mark_running();
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(Step::Answered);
+        };
+        let server = b.server().clone();
+        if cmd.code() == com::STMT_EXECUTE {
+            GlobalStats::inc(&self.shared.stats.com_backend_stmt_execute);
+        }
+        server.stats.queries.fetch_add(1, Ordering::Relaxed);
+        server
+            .stats
+            .bytes_sent
+            .fetch_add(cmd.raw.len() as u64, Ordering::Relaxed);
+        let conn: &mut BackendConn = b.conn();
+        tracing::trace!(
+            session = self.handle.id,
+            backend_thread = conn.connection_id,
+            command = com::name(cmd.code()),
+            "statement"
+        );
+        self.timer
+            .as_mut()
+            .reset(tokio::time::Instant::now() + limits.timeout);
+        let target = KillTarget {
+            shared: &self.shared,
+            server: &server,
+            backend_thread: conn.connection_id,
+            login: &self.login,
+        };
+        let timed = relay_timed(
+            &mut self.client,
+            conn,
+            self.timer.as_mut(),
+            &cmd.raw,
+            expect,
+            seq,
+            max,
+            target,
+        )
+        .await;
+        self.clear_running();
+        match timed {
+            Timed::Done(r) => self.relayed(r, &server).await,
+            Timed::TimedOut {
+                discarded: false,
+                result,
+            } => {
+                GlobalStats::inc(&self.shared.stats.query_timeouts);
+                // The client got (part of) the server's reply, ended by its ERR 1317.
+                let r = result.unwrap_or(Err(RelayError::Backend {
+                    source: weir_backend::BackendError::Timeout(limits.timeout),
+                    client_bytes: true,
+                    next_seq: seq,
+                }));
+                self.relayed(r, &server).await
+            }
+            Timed::TimedOut {
+                discarded: true,
+                result,
+            } => {
+                GlobalStats::inc(&self.shared.stats.query_timeouts);
+                let err = limits.timeout_error();
+                self.log_error(Some(&server), err.code, &err.message);
+                match result {
+                    Some(Ok(mut o)) => {
+                        // The statement ended and its reply was read: the connection is usable.
+                        server
+                            .stats
+                            .bytes_recv
+                            .fetch_add(o.bytes, Ordering::Relaxed);
+                        self.client.send_err(seq, &err).await?;
+                        o.error = Some(err);
+                        o.last_ok = None;
+                        o.prepared_id = None;
+                        o.rows = 0;
+                        Ok(Step::Replied(o))
+                    }
+                    Some(Err(RelayError::Client(e))) => Err(self.client_gone(e)),
+                    _ => {
+                        tracing::info!(
+                            session = self.handle.id,
+                            "timed-out statement did not end after KILL QUERY: closing its connection"
+                        );
+                        let tied = self.tied();
+                        self.drop_backend().await;
+                        self.report_failure(Failure {
+                            err,
+                            next_seq: seq,
+                            retryable: false,
+                            tied,
+                        })
+                        .await?;
+                        Ok(Step::Answered)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Accounts for a relay that ran to its end or failed.
+    async fn relayed(
+        &mut self,
+        r: Result<ReplyOutcome, RelayError>,
+        server: &Arc<ServerState>,
+    ) -> Result<Step, ClientError> {
+        match r {
+            Ok(o) => {
+                server
+                    .stats
+                    .bytes_recv
+                    .fetch_add(o.bytes, Ordering::Relaxed);
+                // The relay stamps the connection when the reply's last byte went out.
+                self.reply_end = self.backend.as_ref().map(|b| b.conn_ref().last_used);
+                if let Some(e) = &o.error {
+                    self.log_error(Some(server), e.code, &e.message);
+                }
+                Ok(Step::Replied(o))
+            }
+            Err(RelayError::Client(e)) => Err(self.client_gone(e)),
+            Err(RelayError::Backend {
+                source,
+                client_bytes,
+                next_seq,
+            }) => {
+                tracing::info!(session = self.handle.id, error = %source, "backend failed during a statement");
+                let tied = self.tied();
+                let err = lost_backend(&source);
+                self.log_error(Some(server), err.code, &err.message);
+                self.drop_backend().await;
+                Ok(Step::Failed(Failure {
+                    err,
+                    next_seq,
+                    retryable: !client_bytes && !tied,
+                    tied,
+                }))
+            }
+        }
+    }
+
+    /// The client is gone mid-statement: stop the statement on the server and drop the
+    /// connection, which rolls back whatever it had open.
+    fn client_gone(&mut self, e: std::io::Error) -> ClientError {
+        if let Some(b) = self.backend.take() {
+            GlobalStats::inc(&self.shared.stats.server_connections_aborted);
+            let running = Running {
+                server: b.server().clone(),
+                backend_thread: b.conn_ref().connection_id,
+                login: self.login.clone(),
+            };
+            drop(b);
+            let shared = self.shared.clone();
+            tokio::spawn(async move { kill_on_backend(&shared, &running, false).await });
+        }
+        ClientError::Io(e)
+    }
+}
+
+/// Runs `KILL [QUERY] <backend thread>` on the server over a separate connection; whether it
+/// was delivered (false when the server could not be reached or refused it, e.g. because the
+/// thread is already gone).
+pub(crate) async fn kill_on_backend(shared: &crate::Shared, r: &Running, query_only: bool) -> bool {
+    let settings = shared.pool.settings();
+    let params = ConnectParams {
+        endpoint: r.server.endpoint().clone(),
+        username: r.login.key.username.to_string(),
+        credential: r.login.credential.clone(),
+        schema: None,
+        collation: r.login.key.collation,
+        capabilities: 0,
+        connect_timeout: settings.connect_timeout,
+    };
+    match BackendConn::connect(&params).await {
+        Ok(mut c) => {
+            let what = if query_only { "KILL QUERY" } else { "KILL" };
+            let done = match c.query(&format!("{what} {}", r.backend_thread)).await {
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::debug!(error = %e, "backend KILL failed (the statement may have ended)");
+                    false
+                }
+            };
+            c.quit().await;
+            if done {
+                let counter = if query_only {
+                    &shared.stats.killed_backend_queries
+                } else {
+                    &shared.stats.killed_backend_connections
+                };
+                GlobalStats::inc(counter);
+            }
+            done
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not reach the backend to kill a statement");
+            false
+        }
+    }
+}
