@@ -445,11 +445,9 @@ async fn digests_after_sysbench_and_reset() {
     sysbench(primary(), db, &["cleanup"]);
 }
 
-/// ProxySQL records each COM_STMT_EXECUTE under the digest of the statement's text (sysbench's
-/// default `--db-ps-mode=auto` workload shows up in stats_mysql_query_digest). weir does not
-/// yet: executions are relayed without a digest record.
+/// Each COM_STMT_EXECUTE counts under the digest of the statement's text, as in ProxySQL
+/// (sysbench's default `--db-ps-mode=auto` workload shows up in stats_mysql_query_digest).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap: prepared-statement executions are not recorded in stats_mysql_query_digest"]
 async fn prepared_statement_executions_are_digested() {
     let w = start("");
     let mut c = connect(&w).await;

@@ -146,6 +146,17 @@ impl Session {
     /// Digest and rules for the query in `cmd`: fills `self.digest_buf` and `self.decision`
     /// and returns the digest hash (0 when digests are off and no rule needs one).
     fn process_query(&mut self, cmd: &Command, m: &weir_config::MysqlVariables) -> u64 {
+        self.digest_and_rules(cmd, m, true)
+    }
+
+    /// As [`Session::process_query`]; with `rules` false only the digest is computed (a
+    /// statement that cannot be routed anyway: no rule hit is counted for it).
+    fn digest_and_rules(
+        &mut self,
+        cmd: &Command,
+        m: &weir_config::MysqlVariables,
+        rules_on: bool,
+    ) -> u64 {
         let rules = self.shared.rules.load();
         let payload = cmd.payload();
         let text = payload.get(1..).unwrap_or_default();
@@ -164,6 +175,10 @@ impl Session {
             self.digest_buf.clear();
             0
         };
+        if !rules_on {
+            self.decision = weir_rules::Decision::default();
+            return digest;
+        }
         let flag_in = std::mem::take(&mut self.flag_in);
         if rules.is_empty() {
             self.decision = weir_rules::Decision::default();
@@ -266,6 +281,17 @@ impl Session {
 
     /// One more execution of the current digest (stats_mysql_query_digest).
     fn record_digest(&self, digest: u64, track_hostname: bool, outcome: Option<&ReplyOutcome>) {
+        self.record_digest_text(digest, &self.digest_buf, track_hostname, outcome);
+    }
+
+    /// As [`Session::record_digest`], for a digest text kept elsewhere (prepared statements).
+    fn record_digest_text(
+        &self,
+        digest: u64,
+        text: &[u8],
+        track_hostname: bool,
+        outcome: Option<&ReplyOutcome>,
+    ) {
         let elapsed = self
             .reply_end
             .unwrap_or_else(std::time::Instant::now)
@@ -286,7 +312,7 @@ impl Session {
         });
         self.shared
             .digests
-            .record(&key, &self.digest_buf, elapsed, affected, sent);
+            .record(&key, text, elapsed, affected, sent);
     }
 
     /// COM_STMT_PREPARE: forwarded like any statement; the statement's command and text are
@@ -304,10 +330,12 @@ impl Session {
         // connection stays with the session while it has prepared statements), and so does
         // a rule's timeout.
         let rt = self.shared.runtime.load_full();
-        let limits = if self.tied() {
+        // The digest is computed whatever happens: executions are counted under it.
+        let tied = self.tied();
+        let digest = self.digest_and_rules(&cmd, &rt.mysql, !tied);
+        let limits = if tied {
             Limits::defaults(&rt.mysql)
         } else {
-            self.process_query(&cmd, &rt.mysql);
             let hostgroup = self
                 .decision
                 .destination_hostgroup
@@ -328,6 +356,8 @@ impl Session {
                         command,
                         text,
                         timeout,
+                        digest,
+                        digest_text: self.digest_buf.as_slice().into(),
                     },
                 );
             }
@@ -416,7 +446,16 @@ impl Session {
         }
         // Only the connection that prepared the statement can run it: never retried elsewhere.
         match self.exchange(&cmd, expect, seq, &limits).await? {
-            Step::Replied(_) => self.release(),
+            Step::Replied(o) => {
+                let m = &self.shared.runtime.load().mysql;
+                let (digests_on, track) = (m.query_digests, m.query_digests_track_hostname);
+                if digests_on && cmd.code() == com::STMT_EXECUTE {
+                    if let Some(p) = self.prepared.get(&statement_id(&cmd)) {
+                        self.record_digest_text(p.digest, &p.digest_text, track, Some(&o));
+                    }
+                }
+                self.release()
+            }
             Step::Answered => {}
             Step::Failed(f) => self.report_failure(f).await?,
         }

@@ -62,6 +62,10 @@ pub(crate) struct Prepared {
     pub(crate) text: Box<str>,
     /// The timeout a query rule gave it when it was prepared, with that rule's id.
     pub(crate) timeout: Option<(Duration, u32)>,
+    /// Its digest hash and text: executions are counted in stats_mysql_query_digest.
+    pub(crate) digest: u64,
+    /// Its digest text.
+    pub(crate) digest_text: Box<[u8]>,
 }
 
 /// What the command loop does next.

@@ -152,6 +152,8 @@ async fn executes_count_under_the_prepared_statement_command() {
             command: SqlCommand::Update,
             text: "UPDATE t SET a=? WHERE id=?".into(),
             timeout: None,
+            digest: 0,
+            digest_text: Box::default(),
         },
     );
     let started = Instant::now();
