@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use weir_wire::auth::{self, AuthCheck, Secret, NATIVE_PASSWORD};
-use weir_wire::handshake::{is_ssl_request, write_auth_switch, Greeting, HandshakeResponse};
+use weir_wire::handshake::{write_auth_switch, Greeting};
 use weir_wire::msg::{write_end_of_rows, write_eof, write_ok, ErrInfo, OkInfo, TextResultSet};
 use weir_wire::packet::{payload_of, take_logical_packet, write_packet, Framed};
 use weir_wire::{cap, com, errcode, status};
@@ -167,23 +167,9 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
         return Ok(None);
     };
     let mut seq = last_seq.wrapping_add(1);
-    if is_ssl_request(&payload) {
-        let e = ErrInfo::new(
-            errcode::ER_HANDSHAKE_ERROR,
-            "08S01",
-            "the weir admin interface does not offer TLS yet: connect without SSL (e.g. --ssl-mode=DISABLED)",
-        );
-        conn.send_err(seq, &e).await?;
-        return Ok(None);
-    }
-    let resp = match HandshakeResponse::parse(&payload) {
+    let resp = match weir_wire::handshake::accept_response(&payload, "the weir admin interface") {
         Ok(r) => r,
         Err(e) => {
-            let e = ErrInfo::new(
-                errcode::ER_HANDSHAKE_ERROR,
-                "08S01",
-                format!("Bad handshake: {e}"),
-            );
             conn.send_err(seq, &e).await?;
             return Ok(None);
         }
@@ -202,16 +188,7 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 .map(|(_, p)| (p.clone(), Role::Stats))
         });
     let denied = |with_password: bool| {
-        ErrInfo::new(
-            errcode::ER_ACCESS_DENIED_ERROR,
-            "28000",
-            format!(
-                "Access denied for user '{}'@'{}' (using password: {})",
-                resp.username,
-                peer.host,
-                if with_password { "YES" } else { "NO" }
-            ),
-        )
+        weir_wire::handshake::access_denied(&resp.username, &peer.host, with_password)
     };
     // The well-known default account must not be reachable from the network.
     let Some((password, role)) = found.filter(|_| peer.local || resp.username != "admin") else {

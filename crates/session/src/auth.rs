@@ -7,11 +7,8 @@ use std::sync::Arc;
 use weir_backend::Credential;
 use weir_config::{Password, User};
 use weir_wire::auth::{self, AuthCheck, Secret, CACHING_SHA2_PASSWORD, NATIVE_PASSWORD};
-use weir_wire::handshake::{
-    is_ssl_request, write_auth_more_data, write_auth_switch, Greeting, HandshakeResponse,
-};
-use weir_wire::msg::ErrInfo;
-use weir_wire::{cap, errcode, status};
+use weir_wire::handshake::{write_auth_more_data, write_auth_switch, Greeting};
+use weir_wire::{cap, status};
 
 /// Capabilities weir offers clients. No SSL and no compression yet; CLIENT_DEPRECATE_EOF is
 /// offered and translated per client.
@@ -71,17 +68,7 @@ impl From<ClientError> for LoginError {
     }
 }
 
-/// The "Access denied" error, worded as MySQL does.
-pub fn access_denied(user: &str, host: &str, with_password: bool) -> ErrInfo {
-    ErrInfo::new(
-        errcode::ER_ACCESS_DENIED_ERROR,
-        "28000",
-        format!(
-            "Access denied for user '{user}'@'{host}' (using password: {})",
-            if with_password { "YES" } else { "NO" }
-        ),
-    )
-}
+pub use weir_wire::handshake::access_denied;
 
 /// Sends the greeting and authenticates the client.
 pub async fn handshake(
@@ -107,23 +94,9 @@ pub async fn handshake(
     let cmd = client.read_command(64 * 1024).await?;
     let payload = cmd.payload();
     let mut seq = cmd.last_seq.wrapping_add(1);
-    if is_ssl_request(&payload) {
-        let e = ErrInfo::new(
-            errcode::ER_HANDSHAKE_ERROR,
-            "08S01",
-            "weir does not offer TLS to clients yet: connect without SSL (e.g. --ssl-mode=DISABLED)",
-        );
-        client.send_err(seq, &e).await?;
-        return Err(LoginError::Refused);
-    }
-    let resp = match HandshakeResponse::parse(&payload) {
+    let resp = match weir_wire::handshake::accept_response(&payload, "weir") {
         Ok(r) => r,
         Err(e) => {
-            let e = ErrInfo::new(
-                errcode::ER_HANDSHAKE_ERROR,
-                "08S01",
-                format!("Bad handshake: {e}"),
-            );
             client.send_err(seq, &e).await?;
             return Err(LoginError::Refused);
         }

@@ -295,6 +295,36 @@ impl ChangeUser {
     }
 }
 
+/// Reads a client's handshake response as a server does, refusing an SSL request (weir offers
+/// no TLS yet; `who` names the listener in the message) and a malformed packet with the ERR
+/// to send back.
+pub fn accept_response(
+    payload: &[u8],
+    who: &str,
+) -> Result<HandshakeResponse, crate::msg::ErrInfo> {
+    let refuse = |message: String| {
+        crate::msg::ErrInfo::new(crate::errcode::ER_HANDSHAKE_ERROR, "08S01", message)
+    };
+    if is_ssl_request(payload) {
+        return Err(refuse(format!(
+            "{who} does not offer TLS yet: connect without SSL (e.g. --ssl-mode=DISABLED)"
+        )));
+    }
+    HandshakeResponse::parse(payload).map_err(|e| refuse(format!("Bad handshake: {e}")))
+}
+
+/// The "Access denied" error, worded as MySQL does.
+pub fn access_denied(user: &str, host: &str, with_password: bool) -> crate::msg::ErrInfo {
+    crate::msg::ErrInfo::new(
+        crate::errcode::ER_ACCESS_DENIED_ERROR,
+        "28000",
+        format!(
+            "Access denied for user '{user}'@'{host}' (using password: {})",
+            if with_password { "YES" } else { "NO" }
+        ),
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
