@@ -177,10 +177,11 @@ async fn stats_follow_real_traffic() {
         b.query_drop("SELECT SLEEP(1) /* stats */").await.unwrap();
         b
     });
-    let s = until(&shared, "a running query", |s| {
+    // The text is published before a backend is picked: wait for both.
+    let s = until(&shared, "a running query on its server", |s| {
         s.processlist
             .iter()
-            .any(|p| p.info.as_deref() == Some("SELECT SLEEP(1) /* stats */"))
+            .any(|p| p.info.as_deref() == Some("SELECT SLEEP(1) /* stats */") && p.srv_port != 0)
     })
     .await;
     let p = s.processlist.iter().find(|p| p.info.is_some()).unwrap();
