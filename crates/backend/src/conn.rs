@@ -3,6 +3,7 @@
 
 use crate::auth::Exchange;
 use crate::net::Stream;
+use crate::stmts::StmtCache;
 use crate::BackendError;
 use bytes::BytesMut;
 use std::path::PathBuf;
@@ -125,6 +126,21 @@ pub struct BackendConn {
     pub created: Instant,
     /// When it last finished a statement.
     pub last_used: Instant,
+    /// Statements prepared on it, by global statement id.
+    pub stmts: StmtCache,
+    /// LAST_INSERT_ID() on this connection, as far as weir knows (from OK packets).
+    pub last_insert_id: u64,
+}
+
+/// What the server said about a statement it prepared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreparedInfo {
+    /// The server's statement id on this connection.
+    pub statement_id: u32,
+    /// Result columns.
+    pub columns: u16,
+    /// Parameters.
+    pub params: u16,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -162,6 +178,8 @@ impl BackendConn {
             status: 0,
             created: Instant::now(),
             last_used: Instant::now(),
+            stmts: StmtCache::default(),
+            last_insert_id: 0,
         };
         let (seq, greeting) = conn.read_packet().await?;
         if greeting.first() == Some(&0xff) {
@@ -266,6 +284,18 @@ impl BackendConn {
         Ok(n)
     }
 
+    /// Reads until one whole packet is at the front of the buffer; returns its header.
+    async fn buffer_packet(&mut self) -> Result<PacketHeader, BackendError> {
+        loop {
+            if let Some(h) = PacketHeader::parse(&self.rbuf) {
+                if self.rbuf.len() >= 4 + h.len {
+                    return Ok(h);
+                }
+            }
+            self.fill().await?;
+        }
+    }
+
     /// Sends a command and reads its whole reply, discarding any rows. Returns the final OK
     /// (or EOF, as an OK without counts), or the server's error.
     pub async fn command(&mut self, cmd: u8, arg: &[u8]) -> Result<OkInfo, BackendError> {
@@ -281,14 +311,7 @@ impl BackendConn {
         let mut tracker = ReplyTracker::new(expect);
         let mut result = Ok(OkInfo::default());
         loop {
-            let h = loop {
-                if let Some(h) = PacketHeader::parse(&self.rbuf) {
-                    if self.rbuf.len() >= 4 + h.len {
-                        break h;
-                    }
-                }
-                self.fill().await?;
-            };
+            let h = self.buffer_packet().await?;
             let body = &self.rbuf[4..4 + h.len];
             let role = tracker.feed(h.len, &body[..body.len().min(CLASSIFY_BYTES)])?;
             match role {
@@ -320,6 +343,59 @@ impl BackendConn {
         }
         self.last_used = Instant::now();
         result
+    }
+
+    /// Prepares a statement (COM_STMT_PREPARE), reading and discarding its metadata.
+    pub async fn prepare(&mut self, text: &[u8]) -> Result<PreparedInfo, BackendError> {
+        let mut payload = Vec::with_capacity(text.len() + 1);
+        payload.push(com::STMT_PREPARE);
+        payload.extend_from_slice(text);
+        self.send_raw_payload(0, &payload).await?;
+        let mut tracker = ReplyTracker::new(Expect::Prepare);
+        let mut result = Err(BackendError::Protocol(weir_wire::WireError::Invalid(
+            "prepare reply without a statement",
+        )));
+        loop {
+            let h = self.buffer_packet().await?;
+            let body = &self.rbuf[4..4 + h.len];
+            match tracker.feed(h.len, &body[..body.len().min(CLASSIFY_BYTES)])? {
+                Role::PrepareOk {
+                    statement_id,
+                    columns,
+                    params,
+                } => {
+                    result = Ok(PreparedInfo {
+                        statement_id,
+                        columns,
+                        params,
+                    })
+                }
+                Role::Err => result = Err(BackendError::Server(ErrInfo::parse(body)?)),
+                _ => {}
+            }
+            bytes::Buf::advance(&mut self.rbuf, 4 + h.len);
+            if tracker.is_done() {
+                break;
+            }
+        }
+        self.last_used = Instant::now();
+        result
+    }
+
+    /// Closes server statements (COM_STMT_CLOSE has no reply).
+    pub async fn close_statements(&mut self, ids: &[u32]) -> Result<(), BackendError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut out = BytesMut::with_capacity(ids.len() * 9);
+        for id in ids {
+            let mut p = [0u8; 5];
+            p[0] = com::STMT_CLOSE;
+            p[1..].copy_from_slice(&id.to_le_bytes());
+            write_packet(&mut out, 0, &p);
+        }
+        self.stream.write_all(&out).await?;
+        Ok(())
     }
 
     /// Runs a text statement, discarding its result.

@@ -5,11 +5,14 @@
 mod auth;
 mod conn;
 pub mod net;
+mod stmts;
 
 pub use conn::{
-    BackendConn, ConnectParams, Credential, Endpoint, BACKEND_BASE_CAPS, CORRECTNESS_CAPS,
+    BackendConn, ConnectParams, Credential, Endpoint, PreparedInfo, BACKEND_BASE_CAPS,
+    CORRECTNESS_CAPS,
 };
 pub use net::Stream;
+pub use stmts::StmtCache;
 
 use weir_wire::msg::ErrInfo;
 use weir_wire::WireError;

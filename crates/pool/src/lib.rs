@@ -186,9 +186,8 @@ fn unreachable_conn() -> ! {
 
 impl Drop for PooledConn {
     fn drop(&mut self) {
-        // Closed, not returned: the slot frees up.
-        self.server.stats.conn_used.fetch_sub(1, Ordering::Relaxed);
-        self.server.notify_freed();
+        // Returned or closed: the slot frees up.
+        self.server.release_slot();
     }
 }
 
@@ -287,12 +286,14 @@ impl Pool {
         self.changed.notify_waiters();
     }
 
-    fn pick(&self, hostgroup: u32) -> Option<Arc<ServerState>> {
+    /// A usable server of `hostgroup` by weight; with `free`, only among those with a free slot.
+    fn pick(&self, hostgroup: u32, free: bool) -> Option<Arc<ServerState>> {
         let topo = self.topology.load();
         let servers = topo.hostgroups.get(&hostgroup)?;
+        let ok = |s: &ServerState| s.usable() && (!free || s.has_free_slot());
         let mut total = 0u64;
         for s in servers {
-            if s.usable() {
+            if ok(s) {
                 total += s.spec().weight as u64;
             }
         }
@@ -301,7 +302,7 @@ impl Pool {
         }
         let mut r = rand::random::<u64>() % total;
         for s in servers {
-            if s.usable() {
+            if ok(s) {
                 let w = s.spec().weight as u64;
                 if r < w {
                     return Some(s.clone());
@@ -352,38 +353,56 @@ impl Pool {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let Some(server) = self.pick(hostgroup) else {
-                let now = Instant::now();
-                if now >= deadline {
-                    return Err(match last_err {
-                        Some(last) => PoolError::ConnectFailed { hostgroup, last },
-                        None => PoolError::NoServer {
-                            hostgroup,
-                            waited_ms: started.elapsed().as_millis(),
-                        },
-                    });
+            let server = match self.pick(hostgroup, true) {
+                Some(server) => {
+                    if !server.reserve() {
+                        // Lost the race for the last free slot: look again.
+                        continue;
+                    }
+                    server
                 }
-                // Woken by status changes and freed slots; the short cap covers servers whose
-                // shun period simply runs out.
-                let wait = (deadline - now).min(Duration::from_millis(100));
-                tokio::select! {
-                    _ = notified => {}
-                    _ = tokio::time::sleep(wait) => {}
-                }
-                continue;
+                None => match self.pick(hostgroup, false) {
+                    Some(server) => {
+                        // Every slot is taken: queue for one on a server chosen by weight,
+                        // until a slot frees up, a status changes, or the deadline.
+                        tokio::select! {
+                            () = server.reserve_wait() => {}
+                            _ = notified => continue,
+                            _ = tokio::time::sleep_until(deadline.into()) => {
+                                return Err(PoolError::NoServer {
+                                    hostgroup,
+                                    waited_ms: started.elapsed().as_millis(),
+                                });
+                            }
+                        }
+                        if !server.usable() {
+                            server.release_slot();
+                            continue;
+                        }
+                        server
+                    }
+                    None => {
+                        let now = Instant::now();
+                        if now >= deadline {
+                            return Err(match last_err {
+                                Some(last) => PoolError::ConnectFailed { hostgroup, last },
+                                None => PoolError::NoServer {
+                                    hostgroup,
+                                    waited_ms: started.elapsed().as_millis(),
+                                },
+                            });
+                        }
+                        // Woken by status changes; the short cap covers servers whose shun
+                        // period simply runs out.
+                        let wait = (deadline - now).min(Duration::from_millis(100));
+                        tokio::select! {
+                            _ = notified => {}
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                        continue;
+                    }
+                },
             };
-            if !server.reserve() {
-                // Lost the race for the last slot: wait for a change like any other waiter.
-                let wait = deadline.saturating_duration_since(Instant::now());
-                if wait.is_zero() {
-                    continue;
-                }
-                tokio::select! {
-                    _ = notified => {}
-                    _ = tokio::time::sleep(wait.min(Duration::from_millis(100))) => {}
-                }
-                continue;
-            }
             let idle = if reuse {
                 server.take_idle(&login.key)
             } else {
@@ -427,10 +446,9 @@ impl Pool {
                     });
                 }
                 Err(e) => {
-                    server.stats.conn_used.fetch_sub(1, Ordering::Relaxed);
+                    server.release_slot();
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
-                    server.notify_freed();
                     tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");
                     if let BackendError::Server(_) | BackendError::Auth(_) = e {
                         // The server is up and said no: retrying will not change its mind.

@@ -131,6 +131,14 @@ pub struct ServerState {
     /// Counters.
     pub stats: ServerStats,
     changed: Arc<tokio::sync::Notify>,
+    /// Free connection slots (max_connections minus connections in use). Statements that find
+    /// every slot taken queue here in arrival order: a released slot goes to the longest
+    /// waiter, never to a statement that just arrived, so none starves under load.
+    slots: tokio::sync::Semaphore,
+    /// Slots still to take away after max_connections was lowered while they were in use.
+    slot_debt: AtomicU32,
+    /// The max_connections the slots were sized for.
+    slots_for: AtomicU32,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -144,6 +152,7 @@ impl std::fmt::Debug for ServerState {
 
 impl ServerState {
     pub(crate) fn new(spec: ServerSpec, changed: Arc<tokio::sync::Notify>) -> ServerState {
+        let max = spec.max_connections;
         ServerState {
             endpoint: Endpoint::new(&spec.hostname, spec.port),
             status: AtomicU8::new(spec.status.to_u8()),
@@ -154,6 +163,9 @@ impl ServerState {
                 .collect(),
             stats: ServerStats::default(),
             changed,
+            slots: tokio::sync::Semaphore::new(max as usize),
+            slot_debt: AtomicU32::new(0),
+            slots_for: AtomicU32::new(max),
         }
     }
 
@@ -191,6 +203,7 @@ impl ServerState {
 
     pub(crate) fn update(&self, spec: ServerSpec) {
         let status = spec.status;
+        self.resize_slots(spec.max_connections);
         *self.spec.write() = Arc::new(spec);
         self.retired.store(false, Ordering::Relaxed);
         self.set_status(status);
@@ -213,35 +226,73 @@ impl ServerState {
 
     pub(crate) fn usable(&self) -> bool {
         self.status() == ServerStatus::Online
-            && self.stats.conn_used.load(Ordering::Relaxed) < self.spec.read().max_connections
     }
 
     pub(crate) fn accepts_returns(&self) -> bool {
         self.status() == ServerStatus::Online
     }
 
-    /// Takes a slot for a connection about to be handed out; false when at max_connections.
+    /// Whether a slot is free now (no statement is queued for one).
+    pub(crate) fn has_free_slot(&self) -> bool {
+        self.slots.available_permits() > 0
+    }
+
+    fn resize_slots(&self, max: u32) {
+        let old = self.slots_for.swap(max, Ordering::AcqRel);
+        if max > old {
+            let mut grow = max - old;
+            // Pay back slots still owed from an earlier decrease first.
+            let _ = self
+                .slot_debt
+                .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |d| {
+                    let paid = d.min(grow);
+                    Some(d - paid)
+                })
+                .map(|d| grow -= d.min(grow));
+            self.slots.add_permits(grow as usize);
+        } else if max < old {
+            let shrink = old - max;
+            let taken = self.slots.forget_permits(shrink as usize) as u32;
+            self.slot_debt
+                .fetch_add(shrink - taken.min(shrink), Ordering::AcqRel);
+        }
+    }
+
+    fn took_slot(&self) {
+        let used = self.stats.conn_used.fetch_add(1, Ordering::AcqRel) + 1;
+        self.stats.max_conn_used.fetch_max(used, Ordering::Relaxed);
+    }
+
+    /// Takes a free slot for a connection about to be handed out; false when none is free.
     pub(crate) fn reserve(&self) -> bool {
-        let max = self.spec.read().max_connections;
-        let mut cur = self.stats.conn_used.load(Ordering::Relaxed);
-        loop {
-            if cur >= max {
-                return false;
+        match self.slots.try_acquire() {
+            Ok(p) => {
+                p.forget();
+                self.took_slot();
+                true
             }
-            match self.stats.conn_used.compare_exchange_weak(
-                cur,
-                cur + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    self.stats
-                        .max_conn_used
-                        .fetch_max(cur + 1, Ordering::Relaxed);
-                    return true;
-                }
-                Err(v) => cur = v,
-            }
+            Err(_) => false,
+        }
+    }
+
+    /// Waits in line for a slot.
+    pub(crate) async fn reserve_wait(&self) {
+        if let Ok(p) = self.slots.acquire().await {
+            p.forget();
+            self.took_slot();
+        }
+    }
+
+    /// Gives back a slot taken by [`ServerState::reserve`] (the connection was returned or
+    /// closed).
+    pub(crate) fn release_slot(&self) {
+        self.stats.conn_used.fetch_sub(1, Ordering::AcqRel);
+        let owed = self
+            .slot_debt
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |d| d.checked_sub(1))
+            .is_ok();
+        if !owed {
+            self.slots.add_permits(1);
         }
     }
 
@@ -296,10 +347,6 @@ impl ServerState {
             idle.clear();
             self.stats.conn_free.fetch_sub(n as u32, Ordering::Relaxed);
         }
-    }
-
-    pub(crate) fn notify_freed(&self) {
-        self.changed.notify_waiters();
     }
 
     /// A copy for stats tables, and the cumulative counters zeroed

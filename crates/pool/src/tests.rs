@@ -67,7 +67,7 @@ async fn weighted_pick_only_online() {
         spec(0, "c", 1, ServerStatus::OfflineHard),
     ]);
     for _ in 0..50 {
-        assert_eq!(pool.pick(0).unwrap().spec().hostname, "b");
+        assert_eq!(pool.pick(0, true).unwrap().spec().hostname, "b");
     }
 }
 
@@ -108,4 +108,47 @@ async fn reset_zeroes_cumulative_counters_but_not_totals() {
     assert_eq!((after[0].max_conn_used, after[0].conn_used), (1, 1));
     assert_eq!(pool.totals().connects_failed, failed);
     s.stats.conn_used.store(0, Ordering::Relaxed);
+}
+
+#[tokio::test]
+async fn full_servers_hand_slots_to_waiters_in_order() {
+    let pool = Pool::default();
+    let mut one = spec(0, "127.0.0.1", 1, ServerStatus::Online);
+    one.max_connections = 1;
+    pool.apply_servers(std::slice::from_ref(&one));
+    let s = pool.servers()[0].clone();
+    assert!(s.reserve());
+    assert!(!s.reserve());
+    let waiter = {
+        let s = s.clone();
+        tokio::spawn(async move { s.reserve_wait().await })
+    };
+    tokio::task::yield_now().await;
+    assert!(!waiter.is_finished());
+    s.release_slot();
+    // The freed slot went to the waiter, not to whoever asks next.
+    assert!(!s.reserve());
+    waiter.await.unwrap();
+    assert_eq!(s.stats.conn_used.load(Ordering::Relaxed), 1);
+    assert_eq!(s.stats.max_conn_used.load(Ordering::Relaxed), 1);
+    s.release_slot();
+
+    // Lowering max_connections while slots are in use takes them back as they are released.
+    one.max_connections = 3;
+    pool.apply_servers(std::slice::from_ref(&one));
+    assert!(s.reserve() && s.reserve() && s.reserve());
+    one.max_connections = 1;
+    pool.apply_servers(std::slice::from_ref(&one));
+    s.release_slot();
+    s.release_slot();
+    assert!(!s.reserve());
+    s.release_slot();
+    assert!(s.reserve());
+    assert!(!s.reserve());
+    s.release_slot();
+    one.max_connections = 2;
+    pool.apply_servers(std::slice::from_ref(&one));
+    assert!(s.reserve() && s.reserve() && !s.reserve());
+    s.release_slot();
+    s.release_slot();
 }

@@ -22,8 +22,13 @@ impl Command {
         let mut payload = Vec::with_capacity(text.len() + 1);
         payload.push(weir_wire::com::QUERY);
         payload.extend_from_slice(text);
+        Command::from_payload(&payload)
+    }
+
+    /// A command built by weir from its payload (command byte first), framed from sequence id 0.
+    pub fn from_payload(payload: &[u8]) -> Command {
         let mut raw = BytesMut::with_capacity(payload.len() + 8);
-        let next = weir_wire::packet::write_packet(&mut raw, 0, &payload);
+        let next = weir_wire::packet::write_packet(&mut raw, 0, payload);
         Command {
             raw,
             frames: payload.len() / weir_wire::MAX_PAYLOAD + 1,

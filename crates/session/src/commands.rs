@@ -1,17 +1,17 @@
 //! One handler per client command.
 
 use crate::client::{ClientError, Command};
-use crate::exec::{kill_on_backend, Limits, Step};
-use crate::relay::{forward_command, ReplyOutcome};
-use crate::session::{lost_backend, statement_id, Flow, Prepared, Session};
+use crate::exec::{kill_on_backend, Limits};
+use crate::relay::ReplyOutcome;
+use crate::session::{lost_backend, Flow, Session};
 use crate::GlobalStats;
 use std::sync::Arc;
 use weir_backend::BackendError;
 use weir_sql::{Pin, StatementKind};
 use weir_wire::handshake::ChangeUser;
-use weir_wire::msg::{ErrInfo, OkInfo};
+use weir_wire::msg::ErrInfo;
 use weir_wire::reply::Expect;
-use weir_wire::{com, errcode, status};
+use weir_wire::{com, errcode};
 
 impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
@@ -25,26 +25,12 @@ impl Session {
             com::STATISTICS => return self.forward(cmd, Expect::Single, 0).await,
             com::SET_OPTION => return self.forward(cmd, Expect::Status, Pin::UNTRACKED).await,
             com::STMT_PREPARE => return self.prepare(cmd).await,
-            com::STMT_EXECUTE => return self.on_statement(cmd, Expect::ResultSets).await,
-            com::STMT_FETCH => return self.on_statement(cmd, Expect::Fetch).await,
-            com::STMT_RESET => return self.on_statement(cmd, Expect::Status).await,
-            com::STMT_SEND_LONG_DATA | com::STMT_CLOSE => {
-                let close = cmd.code() == com::STMT_CLOSE;
-                if close {
-                    GlobalStats::inc(&self.shared.stats.com_frontend_stmt_close);
-                    self.prepared.remove(&statement_id(&cmd));
-                }
-                // No reply: an unknown statement is silently ignored, as servers do.
-                if let Some(b) = self.backend.as_mut() {
-                    if close {
-                        GlobalStats::inc(&self.shared.stats.com_backend_stmt_close);
-                    }
-                    if let Err(e) = forward_command(b.conn(), &cmd.raw).await {
-                        tracing::debug!(error = %e, "backend failed on statement data");
-                        self.drop_backend().await;
-                    }
-                }
-            }
+            com::STMT_EXECUTE => return self.execute(cmd).await,
+            com::STMT_FETCH => return self.fetch(cmd).await,
+            com::STMT_RESET => return self.reset_statement(cmd).await,
+            // No reply to either.
+            com::STMT_SEND_LONG_DATA => self.long_data(&cmd),
+            com::STMT_CLOSE => self.close_statement(&cmd).await,
             com::RESET_CONNECTION => {
                 if let Some(b) = self.backend.take() {
                     if self.tied() || b.conn_ref().in_transaction() {
@@ -89,18 +75,6 @@ impl Session {
             }
         }
         Ok(Flow::Continue)
-    }
-
-    fn ok_status(&self) -> OkInfo {
-        let st = self
-            .backend
-            .as_ref()
-            .map(|b| b.conn_ref().status & (status::IN_TRANS | status::AUTOCOMMIT))
-            .unwrap_or(status::AUTOCOMMIT);
-        OkInfo {
-            status: st,
-            ..Default::default()
-        }
     }
 
     async fn query(&mut self, cmd: Command) -> Result<Flow, ClientError> {
@@ -151,7 +125,7 @@ impl Session {
 
     /// As [`Session::process_query`]; with `rules` false only the digest is computed (a
     /// statement that cannot be routed anyway: no rule hit is counted for it).
-    fn digest_and_rules(
+    pub(crate) fn digest_and_rules(
         &mut self,
         cmd: &Command,
         m: &weir_config::MysqlVariables,
@@ -242,9 +216,19 @@ impl Session {
             // Only this session waits: the worker goes on serving the others.
             tokio::time::sleep(delay).await;
         }
-        // multiplex=0 and sticky_conn keep the connection with this client from now on.
-        let pins = if d.multiplex == Some(0) || d.sticky_conn == Some(true) {
-            pins | Pin::UNTRACKED
+        // A rule's multiplex: 0 (and sticky_conn) keeps the connection with this client from
+        // now on, 1 lifts what a rule set, 2 keeps this query from pinning by itself.
+        let pins = match d.multiplex {
+            Some(0) => pins | crate::pins::RULE,
+            Some(1) => {
+                self.pins &= !crate::pins::RULE;
+                pins
+            }
+            Some(2) => 0,
+            _ => pins,
+        };
+        let pins = if d.sticky_conn == Some(true) {
+            pins | crate::pins::RULE
         } else {
             pins
         };
@@ -261,7 +245,7 @@ impl Session {
     /// goes back to the pool first, unless the session is tied to it (open transaction, state
     /// weir does not replay): then the statement stays where that state lives, which also
     /// keeps a transaction on the hostgroup where it started.
-    fn route_to(&mut self, hostgroup: u32) {
+    pub(crate) fn route_to(&mut self, hostgroup: u32) {
         if let Some(b) = &self.backend {
             let held = b.server().spec().hostgroup;
             if held == hostgroup {
@@ -285,7 +269,7 @@ impl Session {
     }
 
     /// As [`Session::record_digest`], for a digest text kept elsewhere (prepared statements).
-    fn record_digest_text(
+    pub(crate) fn record_digest_text(
         &self,
         digest: u64,
         text: &[u8],
@@ -315,56 +299,6 @@ impl Session {
             .record(&key, text, elapsed, affected, sent);
     }
 
-    /// COM_STMT_PREPARE: forwarded like any statement; the statement's command and text are
-    /// kept by id for the stats of its executions.
-    async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
-        GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
-        let (command, text) = {
-            let p = cmd.payload();
-            let q = p.get(1..).unwrap_or_default();
-            let mut text = String::new();
-            crate::activity::fill_info(&mut text, q);
-            (weir_sql::scan(q).command, text.into_boxed_str())
-        };
-        // Rules route the statement where it is prepared; its executions follow (the
-        // connection stays with the session while it has prepared statements), and so does
-        // a rule's timeout.
-        let rt = self.shared.runtime.load_full();
-        // The digest is computed whatever happens: executions are counted under it.
-        let tied = self.tied();
-        let digest = self.digest_and_rules(&cmd, &rt.mysql, !tied);
-        let limits = if tied {
-            Limits::defaults(&rt.mysql)
-        } else {
-            let hostgroup = self
-                .decision
-                .destination_hostgroup
-                .unwrap_or(self.user.default_hostgroup);
-            self.route_to(hostgroup);
-            Limits::decided(&self.decision, &rt.mysql)
-        };
-        let outcome = self
-            .forward_with(cmd, Expect::Prepare, Pin::PREPARED, None, &limits)
-            .await?;
-        if let Some(o) = outcome {
-            GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
-            if let Some(id) = o.prepared_id {
-                let timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
-                self.prepared.insert(
-                    id,
-                    Prepared {
-                        command,
-                        text,
-                        timeout,
-                        digest,
-                        digest_text: self.digest_buf.as_slice().into(),
-                    },
-                );
-            }
-        }
-        Ok(Flow::Continue)
-    }
-
     /// Sends a command that may start a statement (acquiring a backend) and relays the reply.
     async fn forward(
         &mut self,
@@ -389,77 +323,41 @@ impl Session {
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let outcome = self.run_with_retries(&cmd, expect, limits).await?;
         if let Some(outcome) = &outcome {
-            if outcome.error.is_none() {
-                if let Some(db) = use_schema {
-                    if let Some(b) = self.backend.as_mut() {
-                        b.conn().schema = Some(db.clone());
-                    }
-                    self.schema = Some(db.clone());
-                    Arc::make_mut(&mut self.login).schema = Some(db);
-                }
-            }
-            self.pins |= pins;
-            let last_id = outcome.last_ok.map(|o| o.last_insert_id).unwrap_or(0);
-            if last_id != 0 {
-                self.keep_for = self
-                    .shared
-                    .runtime
-                    .load()
-                    .mysql
-                    .auto_increment_delay_multiplex;
-            } else {
-                self.keep_for = self.keep_for.saturating_sub(1);
-            }
-            self.release();
+            self.after_reply(outcome, pins, use_schema);
         }
         Ok(outcome)
     }
 
-    /// Commands about a prepared statement: only valid on the connection that prepared it.
-    async fn on_statement(&mut self, cmd: Command, expect: Expect) -> Result<Flow, ClientError> {
-        let seq = cmd.last_seq.wrapping_add(1);
-        if self.backend.is_none() || self.pins & Pin::PREPARED == 0 {
-            let p = cmd.payload();
-            let id = p
-                .get(1..5)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .unwrap_or(0);
-            let e = ErrInfo::new(
-                errcode::ER_UNKNOWN_STMT_HANDLER,
-                "HY000",
-                format!(
-                    "Unknown prepared statement handler ({id}) given to {}",
-                    com::name(cmd.code())
-                ),
-            );
-            self.client.send_err(seq, &e).await?;
-            return Ok(Flow::Continue);
-        }
-        let mut limits = Limits::defaults(&self.shared.runtime.load().mysql);
-        if let Some(&(timeout, rule)) = self
-            .prepared
-            .get(&statement_id(&cmd))
-            .and_then(|p| p.timeout.as_ref())
-        {
-            limits.timeout = timeout;
-            limits.timeout_rule = Some(rule);
-        }
-        // Only the connection that prepared the statement can run it: never retried elsewhere.
-        match self.exchange(&cmd, expect, seq, &limits).await? {
-            Step::Replied(o) => {
-                let m = &self.shared.runtime.load().mysql;
-                let (digests_on, track) = (m.query_digests, m.query_digests_track_hostname);
-                if digests_on && cmd.code() == com::STMT_EXECUTE {
-                    if let Some(p) = self.prepared.get(&statement_id(&cmd)) {
-                        self.record_digest_text(p.digest, &p.digest_text, track, Some(&o));
-                    }
+    /// Follows what a relayed reply changed (schema, pins, the insert id) and returns the
+    /// connection to the pool unless something keeps it.
+    pub(crate) fn after_reply(
+        &mut self,
+        outcome: &ReplyOutcome,
+        pins: u32,
+        use_schema: Option<String>,
+    ) {
+        if outcome.error.is_none() {
+            if let Some(db) = use_schema {
+                if let Some(b) = self.backend.as_mut() {
+                    b.conn().schema = Some(db.clone());
                 }
-                self.release()
+                self.schema = Some(db.clone());
+                Arc::make_mut(&mut self.login).schema = Some(db);
             }
-            Step::Answered => {}
-            Step::Failed(f) => self.report_failure(f).await?,
         }
-        Ok(Flow::Continue)
+        self.pins |= pins;
+        let last_id = outcome.last_ok.map(|o| o.last_insert_id).unwrap_or(0);
+        if last_id != 0 {
+            self.keep_for = self
+                .shared
+                .runtime
+                .load()
+                .mysql
+                .auto_increment_delay_multiplex;
+        } else {
+            self.keep_for = self.keep_for.saturating_sub(1);
+        }
+        self.release();
     }
 
     async fn init_db(&mut self, cmd: &Command) -> Result<(), ClientError> {

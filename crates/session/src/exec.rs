@@ -159,6 +159,7 @@ async fn relay_timed(
     seq: u8,
     max: usize,
     target: KillTarget<'_>,
+    client_stmt_id: Option<u32>,
 ) -> Timed {
     let guard = ReplyGuard::default();
     let relay = async {
@@ -169,7 +170,7 @@ async fn relay_timed(
                 client_bytes: false,
                 next_seq: seq,
             })?;
-        relay_reply(client, conn, expect, seq, max, &guard).await
+        relay_reply(client, conn, expect, seq, max, &guard, client_stmt_id).await
     };
     tokio::pin!(relay);
     tokio::select! {
@@ -300,6 +301,7 @@ impl Session {
             seq,
             max,
             target,
+            self.reply_stmt_id,
         )
         .await;
         self.clear_running();

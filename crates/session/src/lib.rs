@@ -11,11 +11,13 @@ pub mod client;
 mod commands;
 mod exec;
 mod fast_forward;
+mod pins;
 pub mod registry;
 pub mod relay;
 mod session;
 mod snapshot;
 mod stats;
+pub mod stmt;
 
 pub use registry::{Registry, SessionHandle};
 pub use session::serve;
@@ -50,6 +52,8 @@ pub struct Shared {
     pub rules: ArcSwap<weir_rules::CompiledRules>,
     /// Executions per query digest (stats_mysql_query_digest), bounded.
     pub digests: weir_stats::DigestStats,
+    /// Prepared statements of every session, shared across backend connections.
+    pub statements: stmt::StmtRegistry,
     /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
     /// weir can log in to backends as them.
     learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
@@ -70,6 +74,7 @@ impl Shared {
             errors: weir_stats::ErrorLog::new(),
             rules: ArcSwap::from_pointee(weir_rules::CompiledRules::empty()),
             digests: weir_stats::DigestStats::new(weir_pool::worker::count(), max_digests),
+            statements: stmt::StmtRegistry::default(),
             learned_stage1: Mutex::new(HashMap::new()),
         })
     }

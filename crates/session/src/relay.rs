@@ -29,8 +29,12 @@ pub struct ReplyOutcome {
     pub last_ok: Option<OkInfo>,
     /// The error, when the reply ended with one.
     pub error: Option<ErrInfo>,
-    /// For COM_STMT_PREPARE: the statement id.
+    /// For COM_STMT_PREPARE: the server's statement id, result columns and parameters.
     pub prepared_id: Option<u32>,
+    /// For COM_STMT_PREPARE: result columns.
+    pub prepared_columns: u16,
+    /// For COM_STMT_PREPARE: parameters.
+    pub prepared_params: u16,
     /// Rows relayed.
     pub rows: u64,
     /// Bytes received from the backend.
@@ -107,10 +111,12 @@ struct Relay<'a> {
     client_quiet: bool,
     out: ReplyOutcome,
     max_packet: usize,
+    client_stmt_id: Option<u32>,
 }
 
 /// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
 /// client expects for the first reply packet; `guard` says whether it still goes to the client.
+/// For a COM_STMT_PREPARE, `client_stmt_id` replaces the server's statement id in the reply.
 pub async fn relay_reply(
     client: &mut ClientConn,
     conn: &mut BackendConn,
@@ -118,6 +124,7 @@ pub async fn relay_reply(
     client_seq: u8,
     max_packet: usize,
     guard: &ReplyGuard,
+    client_stmt_id: Option<u32>,
 ) -> Result<ReplyOutcome, RelayError> {
     let deprecate_eof = client.caps & cap::DEPRECATE_EOF != 0;
     let mut r = Relay {
@@ -130,6 +137,7 @@ pub async fn relay_reply(
         client_quiet: false,
         out: ReplyOutcome::default(),
         max_packet,
+        client_stmt_id,
     };
     r.run().await?;
     r.out.status = r.tracker.last_status();
@@ -279,7 +287,22 @@ impl Relay<'_> {
                 }
                 Role::Row => self.out.rows += 1,
                 Role::Ok(ok) => self.out.last_ok = Some(ok),
-                Role::PrepareOk { statement_id, .. } => self.out.prepared_id = Some(statement_id),
+                Role::PrepareOk {
+                    statement_id,
+                    columns,
+                    params,
+                } => {
+                    self.out.prepared_id = Some(statement_id);
+                    self.out.prepared_columns = columns;
+                    self.out.prepared_params = params;
+                    // A prepare OK is 12 bytes: whole in the buffer.
+                    if let (Some(id), Some(field)) = (
+                        self.client_stmt_id,
+                        self.conn.rbuf.get_mut(pos + 5..pos + 9),
+                    ) {
+                        field.copy_from_slice(&id.to_le_bytes());
+                    }
+                }
                 Role::Err if avail >= 4 + h.len => {
                     self.out.error = ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
                 }

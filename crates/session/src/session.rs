@@ -37,6 +37,10 @@ pub struct Session {
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     pub(crate) prepared: HashMap<u32, Prepared>,
+    /// The last statement id handed to the client.
+    pub(crate) next_stmt_id: u32,
+    /// For a COM_STMT_PREPARE being relayed: the id the client gets instead of the server's.
+    pub(crate) reply_stmt_id: Option<u32>,
     /// The statement command of the command being handled, counted when it ends.
     pub(crate) counted: Option<SqlCommand>,
     /// When the backend's reply to the current command was fully relayed (the relay reads
@@ -50,6 +54,8 @@ pub struct Session {
     pub(crate) decision: weir_rules::Decision,
     /// Flag the next query starts its rule evaluation with (a rule's next_query_flagIN).
     pub(crate) flag_in: i32,
+    /// Until when an idle connection stays with the session (mysql-connection_delay_multiplex_ms).
+    pub(crate) hold_until: Option<tokio::time::Instant>,
     /// The statement timer, reset for each command sent to a backend (see `exec`).
     pub(crate) timer: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
@@ -66,6 +72,16 @@ pub(crate) struct Prepared {
     pub(crate) digest: u64,
     /// Its digest text.
     pub(crate) digest_text: Box<[u8]>,
+    /// The statement in the global registry.
+    pub(crate) global: Arc<crate::stmt::GlobalStmt>,
+    /// The hostgroup the rules sent it to when it was prepared; its executions go there.
+    pub(crate) hostgroup: u32,
+    /// Parameter types of the last execution that sent them.
+    pub(crate) param_types: Option<Box<[u8]>>,
+    /// COM_STMT_SEND_LONG_DATA payloads waiting for the next execution.
+    pub(crate) long_data: Vec<Vec<u8>>,
+    /// Whether its last execution left a cursor open on the held connection.
+    pub(crate) cursor: bool,
 }
 
 /// What the command loop does next.
@@ -164,12 +180,15 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         pins: 0,
         keep_for: 0,
         prepared: HashMap::new(),
+        next_stmt_id: 0,
+        reply_stmt_id: None,
         counted: None,
         reply_end: None,
         cmd_started: Instant::now(),
         digest_buf: Vec::new(),
         decision: weir_rules::Decision::default(),
         flag_in: 0,
+        hold_until: None,
         timer: Box::pin(tokio::time::sleep(Duration::MAX)),
     };
     session.publish_idle(Instant::now());
@@ -195,10 +214,20 @@ impl Session {
                     rt.mysql.long_query_time,
                 )
             };
+            let hold = self.hold_until;
             let cmd = tokio::select! {
                 biased;
                 r = self.client.read_command(max) => r,
                 _ = self.handle.kill.cancelled() => break,
+                _ = tokio::time::sleep_until(hold.unwrap_or_else(tokio::time::Instant::now)), if hold.is_some() => {
+                    // The delay ran out with the client idle: the connection goes back.
+                    if !self.tied() {
+                        self.give_back();
+                        self.publish_idle(Instant::now());
+                    }
+                    self.hold_until = None;
+                    continue;
+                }
             };
             let cmd = match cmd {
                 Ok(c) => c,
@@ -417,15 +446,36 @@ impl Session {
     }
 
     /// Returns the held connection to the pool unless something ties it to the session.
+    /// Soft affinities (mysql-auto_increment_delay_multiplex, mysql-multiplexing=false,
+    /// mysql-connection_delay_multiplex_ms) hold nothing weir could not restore elsewhere, so
+    /// they never keep a connection to a draining server.
     pub(crate) fn release(&mut self) {
+        self.hold_until = None;
         let Some(b) = &self.backend else { return };
         let in_trans = b.conn_ref().in_transaction();
         if self.pins != 0 || in_trans {
             return;
         }
-        if self.keep_for > 0 && !b.server().draining() {
-            return;
+        if !b.server().draining() {
+            if self.keep_for > 0 {
+                return;
+            }
+            let rt = self.shared.runtime.load();
+            if !rt.mysql.multiplexing {
+                return;
+            }
+            let delay = rt.mysql.connection_delay_multiplex;
+            if !delay.is_zero() {
+                self.hold_until = Some(tokio::time::Instant::now() + delay);
+                return;
+            }
         }
+        self.give_back();
+    }
+
+    /// Returns the held connection to the pool at once.
+    pub(crate) fn give_back(&mut self) {
+        self.hold_until = None;
         if let Some(b) = self.backend.take() {
             self.shared.pool.checkin(b, true);
         }
@@ -437,6 +487,13 @@ impl Session {
             GlobalStats::inc(&self.shared.stats.server_connections_aborted);
             b.close().await;
         }
+    }
+
+    /// Whether the client's autocommit is on.
+    pub(crate) fn autocommit(&self) -> bool {
+        self.backend
+            .as_ref()
+            .is_none_or(|b| b.conn_ref().status & status::AUTOCOMMIT != 0)
     }
 
     /// Whether the session holds state on its backend that would be lost with the connection.

@@ -68,12 +68,15 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         pins: 0,
         keep_for: 0,
         prepared: HashMap::new(),
+        next_stmt_id: 0,
+        reply_stmt_id: None,
         counted: None,
         reply_end: None,
         cmd_started: std::time::Instant::now(),
         digest_buf: Vec::new(),
         decision: weir_rules::Decision::default(),
         flag_in: 0,
+        hold_until: None,
         timer: Box::pin(tokio::time::sleep(std::time::Duration::MAX)),
     };
     (s, reg)
@@ -154,6 +157,13 @@ async fn executes_count_under_the_prepared_statement_command() {
             timeout: None,
             digest: 0,
             digest_text: Box::default(),
+            global: shared
+                .statements
+                .intern("app", None, b"UPDATE t SET a=? WHERE id=?", 2, 0),
+            hostgroup: 0,
+            param_types: None,
+            long_data: Vec::new(),
+            cursor: false,
         },
     );
     let started = Instant::now();

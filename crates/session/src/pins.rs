@@ -1,0 +1,7 @@
+//! Reasons a session keeps its backend connection, beyond the ones a statement's text gives
+//! (`weir_sql::Pin`, bits 0–15): these come from the protocol, the rules and the settings.
+
+/// A prepared statement has a cursor open on the connection.
+pub(crate) const CURSOR: u32 = 1 << 16;
+/// A query rule with `multiplex = 0` matched.
+pub(crate) const RULE: u32 = 1 << 17;

@@ -1,0 +1,592 @@
+//! Prepared statements across the pool.
+//!
+//! A client's COM_STMT_PREPARE runs on whichever connection the session has at that moment;
+//! the statement then belongs to the session, not to the connection: it is recorded in a global
+//! registry (one entry per user, schema and text, shared by every session that prepares the same
+//! statement) and the client gets weir's own statement id. When the client executes it, the
+//! connection in use prepares it first if it has not yet (each connection keeps an LRU of the
+//! statements it holds, bounded by mysql-max_stmts_per_connection), and weir rewrites the
+//! statement id in the packet. The connection goes back to the pool after each execution like
+//! after any statement.
+//!
+//! What lives on a connection only for the length of a statement is kept by the session and
+//! sent again where needed: parameter types (a client sends them once, with its first
+//! execution; weir adds them to executions that go to another connection) and
+//! COM_STMT_SEND_LONG_DATA chunks (buffered, sent right before the execution). COM_STMT_CLOSE
+//! is answered locally; COM_STMT_RESET too, unless a cursor is open on the server. A cursor
+//! (an execution with a cursor type) keeps the connection with the session until the statement
+//! is reset or closed.
+
+use crate::client::{ClientError, Command};
+use crate::exec::{Limits, Step};
+use crate::session::{lost_backend, statement_id, Flow, Prepared, Session};
+use crate::GlobalStats;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use weir_backend::BackendError;
+use weir_wire::msg::{ErrInfo, OkInfo};
+use weir_wire::reply::Expect;
+use weir_wire::{com, errcode, status};
+
+/// Registry entries above which statements no session uses any more are forgotten.
+const REGISTRY_SOFT_LIMIT: usize = 50_000;
+
+/// A statement as known across sessions and connections.
+#[derive(Debug)]
+pub struct GlobalStmt {
+    /// weir's id for it, the key of every connection's statement cache.
+    pub id: u64,
+    /// Its full text.
+    pub text: Box<[u8]>,
+    /// The schema it was prepared in (it resolves names there).
+    pub schema: Option<Box<str>>,
+    /// Parameter count.
+    pub params: u16,
+    /// Result column count when prepared.
+    pub columns: u16,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct StmtKey {
+    username: Box<str>,
+    schema: Option<Box<str>>,
+    text: Box<[u8]>,
+}
+
+/// Every prepared statement sessions hold, by user, schema and text.
+#[derive(Debug, Default)]
+pub struct StmtRegistry {
+    by_key: Mutex<HashMap<StmtKey, Arc<GlobalStmt>>>,
+    next_id: AtomicU64,
+}
+
+impl StmtRegistry {
+    /// The statement for (user, schema, text): the known one when its parameter and column
+    /// counts are the same, else a new one (the schema changed since it was first prepared).
+    pub fn intern(
+        &self,
+        username: &str,
+        schema: Option<&str>,
+        text: &[u8],
+        params: u16,
+        columns: u16,
+    ) -> Arc<GlobalStmt> {
+        let key = StmtKey {
+            username: username.into(),
+            schema: schema.map(Into::into),
+            text: text.into(),
+        };
+        let mut map = self.by_key.lock();
+        if let Some(g) = map.get(&key) {
+            if g.params == params && g.columns == columns {
+                return g.clone();
+            }
+        }
+        if map.len() >= REGISTRY_SOFT_LIMIT {
+            // Connections may still cache the ids of forgotten statements: they age out of the
+            // LRUs; a statement prepared again gets a new id.
+            map.retain(|_, g| Arc::strong_count(g) > 1);
+        }
+        let g = Arc::new(GlobalStmt {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+            text: key.text.clone(),
+            schema: key.schema.clone(),
+            params,
+            columns,
+        });
+        map.insert(key, g.clone());
+        g
+    }
+
+    /// Number of statements known.
+    pub fn len(&self) -> usize {
+        self.by_key.lock().len()
+    }
+
+    /// Whether none is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// COM_STMT_EXECUTE flags asking for a cursor.
+const CURSOR_TYPE_MASK: u8 = 0x0f;
+
+/// Where the parameter types of an execute packet are: (offset of the new-params-bound byte,
+/// parameter count). `None` when the statement has no parameter or the packet is too short.
+fn bound_flag_offset(payload: &[u8], params: u16) -> Option<usize> {
+    if params == 0 {
+        return None;
+    }
+    let at = 10 + usize::from(params).div_ceil(8);
+    (payload.len() > at).then_some(at)
+}
+
+/// The execute packet for a connection that knows the statement as `server_id`, with the
+/// parameter types added when the client sent none this time (they are bound per connection).
+fn execute_for(payload: &[u8], server_id: u32, p: &Prepared) -> Command {
+    let mut out = Vec::with_capacity(payload.len() + 2 * usize::from(p.global.params) + 1);
+    out.extend_from_slice(payload);
+    if let Some(id) = out.get_mut(1..5) {
+        id.copy_from_slice(&server_id.to_le_bytes());
+    }
+    if let (Some(at), Some(types)) = (
+        bound_flag_offset(payload, p.global.params),
+        p.param_types.as_deref(),
+    ) {
+        if payload[at] == 0 {
+            out[at] = 1;
+            out.splice(at + 1..at + 1, types.iter().copied());
+        }
+    }
+    Command::from_payload(&out)
+}
+
+/// A COM_STMT_* packet with its statement id replaced.
+fn with_server_id(payload: &[u8], server_id: u32) -> Vec<u8> {
+    let mut out = payload.to_vec();
+    if let Some(id) = out.get_mut(1..5) {
+        id.copy_from_slice(&server_id.to_le_bytes());
+    }
+    out
+}
+
+fn unknown_statement(id: u32, code: u8) -> ErrInfo {
+    ErrInfo::new(
+        errcode::ER_UNKNOWN_STMT_HANDLER,
+        "HY000",
+        format!(
+            "Unknown prepared statement handler ({id}) given to {}",
+            com::name(code)
+        ),
+    )
+}
+
+/// How bringing a statement onto the held connection went.
+enum Ensure {
+    /// Prepared there under this id.
+    Ready(u32),
+    /// The client got an ERR (the server refused the statement); the connection is usable.
+    Refused,
+    /// The connection failed and was closed.
+    Lost(BackendError),
+}
+
+impl Session {
+    /// COM_STMT_PREPARE: routed by the rules like a query, prepared on the connection in use,
+    /// recorded in the global registry; the client gets weir's statement id.
+    pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
+        let (command, info) = {
+            let p = cmd.payload();
+            let q = p.get(1..).unwrap_or_default();
+            let mut text = String::new();
+            crate::activity::fill_info(&mut text, q);
+            (weir_sql::scan(q).command, text.into_boxed_str())
+        };
+        let rt = self.shared.runtime.load_full();
+        // The digest is computed whatever happens: executions are counted under it.
+        let tied = self.tied();
+        let digest = self.digest_and_rules(&cmd, &rt.mysql, !tied);
+        let limits = if tied {
+            Limits::defaults(&rt.mysql)
+        } else {
+            let hostgroup = self
+                .decision
+                .destination_hostgroup
+                .unwrap_or(self.user.default_hostgroup);
+            self.route_to(hostgroup);
+            Limits::decided(&self.decision, &rt.mysql)
+        };
+        self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
+        let client_id = self.next_stmt_id;
+        self.reply_stmt_id = Some(client_id);
+        let outcome = self.run_with_retries(&cmd, Expect::Prepare, &limits).await;
+        self.reply_stmt_id = None;
+        let Some(o) = outcome? else {
+            return Ok(Flow::Continue);
+        };
+        if let (None, Some(server_id)) = (&o.error, o.prepared_id) {
+            GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
+            let text = cmd.payload();
+            let global = self.shared.statements.intern(
+                &self.user.username,
+                self.schema.as_deref(),
+                text.get(1..).unwrap_or_default(),
+                o.prepared_params,
+                o.prepared_columns,
+            );
+            let max = rt.mysql.max_stmts_per_connection as usize;
+            let mut closed = Vec::new();
+            if let Some(b) = self.backend.as_mut() {
+                b.conn()
+                    .stmts
+                    .insert(global.id, server_id, max, &mut closed);
+                if let Err(e) = b.conn().close_statements(&closed).await {
+                    tracing::debug!(error = %e, "backend failed closing evicted statements");
+                    self.drop_backend().await;
+                }
+            }
+            let timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
+            self.prepared.insert(
+                client_id,
+                Prepared {
+                    command,
+                    text: info,
+                    timeout,
+                    digest,
+                    digest_text: self.digest_buf.as_slice().into(),
+                    global,
+                    hostgroup: self.hostgroup,
+                    param_types: None,
+                    long_data: Vec::new(),
+                    cursor: false,
+                },
+            );
+        }
+        self.after_reply(&o, 0, None);
+        Ok(Flow::Continue)
+    }
+
+    /// COM_STMT_EXECUTE on whichever connection the session gets, the statement prepared
+    /// there first if needed.
+    pub(crate) async fn execute(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let id = statement_id(&cmd);
+        let payload = cmd.payload();
+        let Some(p) = self.prepared.get_mut(&id) else {
+            self.client
+                .send_err(seq, &unknown_statement(id, com::STMT_EXECUTE))
+                .await?;
+            return Ok(Flow::Continue);
+        };
+        if let Some(at) = bound_flag_offset(&payload, p.global.params) {
+            if payload[at] == 1 {
+                let n = 2 * usize::from(p.global.params);
+                if let Some(types) = payload.get(at + 1..at + 1 + n) {
+                    if p.param_types.as_deref() != Some(types) {
+                        p.param_types = Some(types.into());
+                    }
+                }
+            }
+        }
+        let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
+        let hostgroup = p.hostgroup;
+        let mut limits = Limits::defaults(&self.shared.runtime.load().mysql);
+        if let Some((timeout, rule)) = p.timeout {
+            limits.timeout = timeout;
+            limits.timeout_rule = Some(rule);
+        }
+        // A statement with an open cursor runs again where the cursor is.
+        if !p.cursor {
+            self.route_to(hostgroup);
+        }
+        let mut retries = limits.retries;
+        let outcome = loop {
+            if self.acquire(seq).await?.is_none() {
+                return Ok(Flow::Continue);
+            }
+            let server_id = match self.ensure_prepared(id, seq).await? {
+                Ensure::Ready(sid) => sid,
+                Ensure::Refused => return Ok(Flow::Continue),
+                Ensure::Lost(e) if retries > 0 && !self.tied() => {
+                    retries -= 1;
+                    GlobalStats::inc(&self.shared.stats.query_retries);
+                    tracing::info!(session = self.handle.id, error = %e, "re-preparing on another connection");
+                    continue;
+                }
+                Ensure::Lost(e) => {
+                    let tied = self.tied();
+                    self.client.send_err(seq, &lost_backend(&e)).await?;
+                    if tied {
+                        return Err(ClientError::Closed);
+                    }
+                    return Ok(Flow::Continue);
+                }
+            };
+            let Some(p) = self.prepared.get(&id) else {
+                return Ok(Flow::Continue);
+            };
+            let exec = execute_for(&payload, server_id, p);
+            if !p.long_data.is_empty() {
+                let mut out = bytes::BytesMut::new();
+                for chunk in &p.long_data {
+                    weir_wire::packet::write_packet(&mut out, 0, &with_server_id(chunk, server_id));
+                }
+                let sent = match self.backend.as_mut() {
+                    Some(b) => crate::relay::forward_command(b.conn(), &out).await,
+                    None => Ok(()),
+                };
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "backend failed on long data");
+                    let tied = self.tied();
+                    self.drop_backend().await;
+                    if retries > 0 && !tied {
+                        retries -= 1;
+                        continue;
+                    }
+                    self.client.send_err(seq, &lost_backend(&e)).await?;
+                    return Ok(Flow::Continue);
+                }
+            }
+            match self
+                .exchange(&exec, Expect::ResultSets, seq, &limits)
+                .await?
+            {
+                Step::Replied(o) => break o,
+                Step::Answered => return Ok(Flow::Continue),
+                Step::Failed(f) if f.retryable && retries > 0 => {
+                    retries -= 1;
+                    GlobalStats::inc(&self.shared.stats.query_retries);
+                }
+                Step::Failed(f) => {
+                    self.report_failure(f).await?;
+                    return Ok(Flow::Continue);
+                }
+            }
+        };
+        let opened = wants_cursor && o_cursor(&outcome);
+        if let Some(p) = self.prepared.get_mut(&id) {
+            // The server forgets long data once a statement ran.
+            p.long_data.clear();
+            p.cursor = opened;
+        }
+        self.update_cursor_pin();
+        let m = &self.shared.runtime.load().mysql;
+        if m.query_digests {
+            let track = m.query_digests_track_hostname;
+            if let Some(p) = self.prepared.get(&id) {
+                self.record_digest_text(p.digest, &p.digest_text, track, Some(&outcome));
+            }
+        }
+        self.after_reply(&outcome, 0, None);
+        Ok(Flow::Continue)
+    }
+
+    /// Prepares statement `id` on the held connection unless it already is.
+    async fn ensure_prepared(&mut self, id: u32, seq: u8) -> Result<Ensure, ClientError> {
+        let Some(p) = self.prepared.get(&id) else {
+            return Ok(Ensure::Refused);
+        };
+        let global = p.global.clone();
+        let max = self.shared.runtime.load().mysql.max_stmts_per_connection as usize;
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(Ensure::Refused);
+        };
+        if let Some(sid) = b.conn().stmts.get(global.id) {
+            return Ok(Ensure::Ready(sid));
+        }
+        let server = b.server().clone();
+        let conn = b.conn();
+        // The statement resolves names in the schema it was prepared in.
+        let back_to = match (&global.schema, &conn.schema) {
+            (Some(want), have) if have.as_deref() != Some(&**want) => {
+                let back = have.clone();
+                if let Err(e) = conn.init_db(want).await {
+                    return self.prepare_failed(e, &server, seq).await;
+                }
+                back
+            }
+            _ => None,
+        };
+        let prepared = conn.prepare(&global.text).await;
+        if let Some(schema) = back_to {
+            if let Err(e) = conn.init_db(&schema).await {
+                return self.prepare_failed(e, &server, seq).await;
+            }
+        }
+        let info = match prepared {
+            Ok(info) => info,
+            Err(e) => return self.prepare_failed(e, &server, seq).await,
+        };
+        GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
+        let mut closed = Vec::new();
+        conn.stmts
+            .insert(global.id, info.statement_id, max, &mut closed);
+        if let Err(e) = conn.close_statements(&closed).await {
+            self.drop_backend().await;
+            return Ok(Ensure::Lost(e));
+        }
+        Ok(Ensure::Ready(info.statement_id))
+    }
+
+    async fn prepare_failed(
+        &mut self,
+        e: BackendError,
+        server: &Arc<weir_pool::ServerState>,
+        seq: u8,
+    ) -> Result<Ensure, ClientError> {
+        match e {
+            BackendError::Server(err) => {
+                self.log_error(Some(server), err.code, &err.message);
+                self.client.send_err(seq, &err).await?;
+                self.release();
+                Ok(Ensure::Refused)
+            }
+            other => {
+                self.log_error(Some(server), errcode::ER_LOST_BACKEND, &other.to_string());
+                self.drop_backend().await;
+                Ok(Ensure::Lost(other))
+            }
+        }
+    }
+
+    /// COM_STMT_FETCH: only where the statement's cursor is open.
+    pub(crate) async fn fetch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let id = statement_id(&cmd);
+        let global = match self.prepared.get(&id) {
+            Some(p) if p.cursor && self.backend.is_some() => p.global.id,
+            _ => {
+                self.client
+                    .send_err(seq, &unknown_statement(id, com::STMT_FETCH))
+                    .await?;
+                return Ok(Flow::Continue);
+            }
+        };
+        let sid = self
+            .backend
+            .as_mut()
+            .and_then(|b| b.conn().stmts.get(global));
+        let Some(sid) = sid else {
+            self.client
+                .send_err(seq, &unknown_statement(id, com::STMT_FETCH))
+                .await?;
+            return Ok(Flow::Continue);
+        };
+        let fetch = Command::from_payload(&with_server_id(&cmd.payload(), sid));
+        let limits = Limits::defaults(&self.shared.runtime.load().mysql);
+        match self.exchange(&fetch, Expect::Fetch, seq, &limits).await? {
+            Step::Replied(_) | Step::Answered => {}
+            Step::Failed(f) => self.report_failure(f).await?,
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// COM_STMT_RESET: long data dropped; a cursor closed on the server.
+    pub(crate) async fn reset_statement(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        let seq = cmd.last_seq.wrapping_add(1);
+        let id = statement_id(&cmd);
+        let Some(p) = self.prepared.get_mut(&id) else {
+            self.client
+                .send_err(seq, &unknown_statement(id, com::STMT_RESET))
+                .await?;
+            return Ok(Flow::Continue);
+        };
+        p.long_data.clear();
+        if std::mem::take(&mut p.cursor) {
+            let global = p.global.id;
+            self.update_cursor_pin();
+            let sid = self
+                .backend
+                .as_mut()
+                .and_then(|b| b.conn().stmts.get(global));
+            if let Some(sid) = sid {
+                let reset = Command::from_payload(&with_server_id(&cmd.payload(), sid));
+                let limits = Limits::defaults(&self.shared.runtime.load().mysql);
+                match self.exchange(&reset, Expect::Status, seq, &limits).await? {
+                    Step::Replied(o) => self.after_reply(&o, 0, None),
+                    Step::Answered => {}
+                    Step::Failed(f) => self.report_failure(f).await?,
+                }
+                return Ok(Flow::Continue);
+            }
+        }
+        let ok = self.ok_status();
+        self.client.send_ok(seq, &ok).await?;
+        self.release();
+        Ok(Flow::Continue)
+    }
+
+    /// COM_STMT_CLOSE (no reply): the statement leaves the session; connections keep it for
+    /// other sessions. An open cursor is closed on the server.
+    pub(crate) async fn close_statement(&mut self, cmd: &Command) {
+        GlobalStats::inc(&self.shared.stats.com_frontend_stmt_close);
+        let Some(p) = self.prepared.remove(&statement_id(cmd)) else {
+            return;
+        };
+        if !p.cursor {
+            return;
+        }
+        self.update_cursor_pin();
+        if let Some(b) = self.backend.as_mut() {
+            if let Some(sid) = b.conn().stmts.get(p.global.id) {
+                if let Err(e) = b.conn().command(com::STMT_RESET, &sid.to_le_bytes()).await {
+                    tracing::debug!(error = %e, "backend failed closing a cursor");
+                    if !e.connection_usable() {
+                        self.drop_backend().await;
+                        return;
+                    }
+                }
+            }
+        }
+        self.release();
+    }
+
+    /// COM_STMT_SEND_LONG_DATA (no reply): kept until the statement runs.
+    pub(crate) fn long_data(&mut self, cmd: &Command) {
+        if let Some(p) = self.prepared.get_mut(&statement_id(cmd)) {
+            p.long_data.push(cmd.payload().into_owned());
+        }
+    }
+
+    /// Keeps the connection while any statement has a cursor open on it.
+    fn update_cursor_pin(&mut self) {
+        if self.prepared.values().any(|p| p.cursor) {
+            self.pins |= crate::pins::CURSOR;
+        } else {
+            self.pins &= !crate::pins::CURSOR;
+        }
+    }
+
+    /// The status for replies weir makes itself.
+    pub(crate) fn ok_status(&self) -> OkInfo {
+        let in_trans = self
+            .backend
+            .as_ref()
+            .is_some_and(|b| b.conn_ref().in_transaction());
+        let mut st = if in_trans { status::IN_TRANS } else { 0 };
+        if self.autocommit() {
+            st |= status::AUTOCOMMIT;
+        }
+        OkInfo {
+            status: st,
+            ..Default::default()
+        }
+    }
+}
+
+/// Whether an execution's reply left a cursor open.
+fn o_cursor(o: &crate::relay::ReplyOutcome) -> bool {
+    o.error.is_none() && o.status & status::CURSOR_EXISTS != 0
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_shares_statements_and_renews_changed_ones() {
+        let r = StmtRegistry::default();
+        let a = r.intern("u", Some("db"), b"SELECT ?", 1, 1);
+        let b = r.intern("u", Some("db"), b"SELECT ?", 1, 1);
+        assert!(Arc::ptr_eq(&a, &b));
+        let other_schema = r.intern("u", Some("db2"), b"SELECT ?", 1, 1);
+        assert_ne!(a.id, other_schema.id);
+        let changed = r.intern("u", Some("db"), b"SELECT ?", 1, 2);
+        assert_ne!(a.id, changed.id);
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn bound_flag_sits_after_the_null_bitmap() {
+        // id, flags, iteration count, 1 byte of null bitmap for 3 params, then the flag.
+        let p = [0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
+        assert_eq!(bound_flag_offset(&p, 3), Some(11));
+        assert_eq!(bound_flag_offset(&p, 0), None);
+        assert_eq!(bound_flag_offset(&p[..11], 3), None);
+    }
+}
