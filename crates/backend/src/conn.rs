@@ -130,6 +130,8 @@ pub struct BackendConn {
     pub stmts: StmtCache,
     /// LAST_INSERT_ID() on this connection, as far as weir knows (from OK packets).
     pub last_insert_id: u64,
+    /// Session variables set on it (by weir, replaying clients' SETs).
+    pub vars: weir_sql::SessionVars,
 }
 
 /// What the server said about a statement it prepared.
@@ -180,6 +182,7 @@ impl BackendConn {
             last_used: Instant::now(),
             stmts: StmtCache::default(),
             last_insert_id: 0,
+            vars: weir_sql::SessionVars::default(),
         };
         let (seq, greeting) = conn.read_packet().await?;
         if greeting.first() == Some(&0xff) {

@@ -39,9 +39,7 @@ impl Session {
                         self.shared.pool.checkin(b, true);
                     }
                 }
-                self.pins = 0;
-                self.keep_for = 0;
-                self.prepared.clear();
+                self.reset_state();
                 self.client.send_ok(seq, &self.ok_status()).await?;
             }
             com::CHANGE_USER => return self.change_user(&cmd).await,
@@ -94,16 +92,38 @@ impl Session {
         let m = &rt.mysql;
         let digest = self.process_query(&cmd, m);
         let mut decision = std::mem::take(&mut self.decision);
-        // LAST_INSERT_ID() reads the id on the connection that generated it, which the session
-        // keeps for mysql-auto_increment_delay_multiplex statements: it is read there, wherever
-        // the rules route the query.
-        if scan.reads_last_insert_id && self.keep_for > 0 {
+        let pins = {
+            let p = cmd.payload();
+            self.plan_effects(p.get(1..).unwrap_or_default(), &scan)
+        };
+        // What the previous statement left on its connection (LAST_INSERT_ID(), FOUND_ROWS(),
+        // warnings) is read there, wherever the rules route the query, while the session
+        // still keeps that connection (mysql-auto_increment_delay_multiplex, the statement
+        // right after SQL_CALC_FOUND_ROWS or warnings).
+        if (scan.reads_last_insert_id || scan.reads_previous_result) && self.keep_for > 0 {
             if let Some(b) = &self.backend {
                 decision.destination_hostgroup = Some(b.server().spec().hostgroup);
             }
+        } else if scan.reads_last_insert_id
+            && self.backend.is_none()
+            && decision.error_msg.is_none()
+            && decision.ok_msg.is_none()
+            && decision.rewritten.is_none()
+        {
+            let alias = {
+                let p = cmd.payload();
+                last_insert_id_query(p.get(1..).unwrap_or_default())
+            };
+            if let Some(alias) = alias {
+                // Answered from the last OK packet, as the server would: no backend needed.
+                self.answer_last_insert_id(&alias, seq).await?;
+                self.decision = decision;
+                self.effects = Default::default();
+                return Ok(Flow::Continue);
+            }
         }
         let flow = self
-            .run_decided(cmd, &decision, m, scan.pin.0, scan.use_schema, seq)
+            .run_decided(cmd, &decision, m, pins, scan.use_schema, seq)
             .await;
         if m.query_digests {
             self.record_digest(
@@ -336,7 +356,9 @@ impl Session {
         pins: u32,
         use_schema: Option<String>,
     ) {
-        if outcome.error.is_none() {
+        let succeeded = outcome.error.is_none();
+        let hold_next = self.apply_effects(succeeded);
+        if succeeded {
             if let Some(db) = use_schema {
                 if let Some(b) = self.backend.as_mut() {
                     b.conn().schema = Some(db.clone());
@@ -348,6 +370,10 @@ impl Session {
         self.pins |= pins;
         let last_id = outcome.last_ok.map(|o| o.last_insert_id).unwrap_or(0);
         if last_id != 0 {
+            self.last_insert_id = last_id;
+            if let Some(b) = self.backend.as_mut() {
+                b.conn().last_insert_id = last_id;
+            }
             self.keep_for = self
                 .shared
                 .runtime
@@ -357,7 +383,32 @@ impl Session {
         } else {
             self.keep_for = self.keep_for.saturating_sub(1);
         }
+        // SQL_CALC_FOUND_ROWS, SET TRANSACTION, and warnings (SHOW WARNINGS must find them):
+        // the next statement runs on this connection too.
+        if hold_next || outcome.warnings > 0 {
+            self.keep_for = self.keep_for.max(1);
+        }
         self.release();
+    }
+
+    /// Answers `SELECT LAST_INSERT_ID()` with the client's last insert id.
+    async fn answer_last_insert_id(&mut self, alias: &str, seq: u8) -> Result<(), ClientError> {
+        let status = self.ok_status().status;
+        let mut out = bytes::BytesMut::new();
+        let col = [weir_wire::msg::ColumnSpec::unsigned_bigint(alias)];
+        let mut set = weir_wire::msg::TextResultSet::begin_columns(
+            &mut out,
+            seq,
+            self.client.caps,
+            &col,
+            status,
+        );
+        let value = self.last_insert_id.to_string();
+        set.row(&[Some(value.as_bytes())]);
+        set.finish(status);
+        self.client.wbuf.extend_from_slice(&out);
+        self.client.flush_wbuf().await?;
+        Ok(())
     }
 
     async fn init_db(&mut self, cmd: &Command) -> Result<(), ClientError> {
@@ -419,9 +470,7 @@ impl Session {
                 self.shared.pool.checkin(b, true);
             }
         }
-        self.pins = 0;
-        self.keep_for = 0;
-        self.prepared.clear();
+        self.reset_state();
         let (user, cred, seq) = match crate::auth::change_user(
             &self.shared,
             &mut self.client,
@@ -507,5 +556,57 @@ impl Session {
         }
         self.client.send_ok(seq, &self.ok_status()).await?;
         Ok(())
+    }
+}
+
+/// For `SELECT LAST_INSERT_ID() [[AS] alias]` alone: the column name the client gets.
+fn last_insert_id_query(q: &[u8]) -> Option<String> {
+    let t = std::str::from_utf8(q).ok()?.trim();
+    let t = t.strip_suffix(';').unwrap_or(t).trim_end();
+    let mut words = t.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("SELECT") {
+        return None;
+    }
+    let rest: Vec<&str> = words.collect();
+    let (call, alias) = match rest.as_slice() {
+        [call] => (*call, None),
+        [call, a] => (*call, Some(*a)),
+        [call, kw, a] if kw.eq_ignore_ascii_case("AS") => (*call, Some(*a)),
+        _ => return None,
+    };
+    if !call.eq_ignore_ascii_case("LAST_INSERT_ID()") {
+        return None;
+    }
+    match alias {
+        None => Some(call.to_string()),
+        Some(a) => {
+            let a = a.trim_matches('`');
+            (!a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+                .then(|| a.to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::last_insert_id_query;
+
+    #[test]
+    fn plain_last_insert_id_queries_are_recognised() {
+        assert_eq!(
+            last_insert_id_query(b"SELECT LAST_INSERT_ID()").as_deref(),
+            Some("LAST_INSERT_ID()")
+        );
+        assert_eq!(
+            last_insert_id_query(b"select last_insert_id() as id;").as_deref(),
+            Some("id")
+        );
+        assert_eq!(last_insert_id_query(b"SELECT LAST_INSERT_ID(5)"), None);
+        assert_eq!(last_insert_id_query(b"SELECT LAST_INSERT_ID() + 1"), None);
+        assert_eq!(
+            last_insert_id_query(b"SELECT LAST_INSERT_ID() FROM t"),
+            None
+        );
     }
 }

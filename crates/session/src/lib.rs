@@ -16,6 +16,7 @@ pub mod registry;
 pub mod relay;
 mod session;
 mod snapshot;
+mod state;
 mod stats;
 pub mod stmt;
 

@@ -5,3 +5,7 @@
 pub(crate) const CURSOR: u32 = 1 << 16;
 /// A query rule with `multiplex = 0` matched.
 pub(crate) const RULE: u32 = 1 << 17;
+/// User locks (GET_LOCK) are held.
+pub(crate) const USER_LOCKS: u32 = 1 << 18;
+/// Named text-protocol prepared statements exist.
+pub(crate) const TEXT_PREPARED: u32 = 1 << 19;

@@ -37,6 +37,8 @@ pub struct ReplyOutcome {
     pub prepared_params: u16,
     /// Rows relayed.
     pub rows: u64,
+    /// Warnings of the last OK/EOF.
+    pub warnings: u16,
     /// Bytes received from the backend.
     pub bytes: u64,
 }
@@ -279,6 +281,7 @@ impl Relay<'_> {
                     continue;
                 }
                 Role::EndOfRows { warnings, status } if self.deprecate_eof => {
+                    self.out.warnings = warnings;
                     self.write_client(flush_from, pos).await?;
                     pos += 4 + h.len;
                     flush_from = pos;
@@ -286,7 +289,11 @@ impl Relay<'_> {
                     continue;
                 }
                 Role::Row => self.out.rows += 1,
-                Role::Ok(ok) => self.out.last_ok = Some(ok),
+                Role::Ok(ok) => {
+                    self.out.warnings = ok.warnings;
+                    self.out.last_ok = Some(ok);
+                }
+                Role::EndOfRows { warnings, .. } => self.out.warnings = warnings,
                 Role::PrepareOk {
                     statement_id,
                     columns,

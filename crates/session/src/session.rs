@@ -5,6 +5,7 @@ use crate::activity::{self, SLEEP};
 use crate::auth::{handshake, LoginError};
 use crate::client::{ClientConn, ClientError, Command};
 use crate::registry::{Running, SessionHandle};
+use crate::state::SyncOutcome;
 use crate::{GlobalStats, Shared};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +35,14 @@ pub struct Session {
     pub(crate) pins: u32,
     /// Statements left during which the connection stays after an auto-increment insert.
     pub(crate) keep_for: u32,
+    /// The session variables the client set, replayed on whichever connection it gets.
+    pub(crate) vars: weir_sql::SessionVars,
+    /// Locks and named statements the client holds on its connection.
+    pub(crate) held: crate::state::Held,
+    /// What the current statement changes when it succeeds.
+    pub(crate) effects: crate::state::Effects,
+    /// The client's LAST_INSERT_ID(), from the last OK packet that carried one.
+    pub(crate) last_insert_id: u64,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     pub(crate) prepared: HashMap<u32, Prepared>,
@@ -179,6 +188,10 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         backend: None,
         pins: 0,
         keep_for: 0,
+        vars: weir_sql::SessionVars::default(),
+        held: crate::state::Held::default(),
+        effects: crate::state::Effects::default(),
+        last_insert_id: 0,
         prepared: HashMap::new(),
         next_stmt_id: 0,
         reply_stmt_id: None,
@@ -392,19 +405,51 @@ impl Session {
                 }
             }
         }
-        if self.backend.is_none() {
-            match self.shared.pool.checkout(self.hostgroup, &self.login).await {
-                Ok(c) => self.backend = Some(c),
-                Err(e) => {
-                    GlobalStats::inc(&self.shared.stats.backend_errors);
-                    let err = pool_error(&e);
-                    self.log_error(None, err.code, &e.to_string());
-                    self.client.send_err(seq, &err).await?;
-                    return Ok(None);
+        // A connection that cannot take the client's state is closed and another taken; a
+        // few attempts at most (a new connection always can).
+        for _ in 0..8 {
+            if self.backend.is_none() {
+                match self.shared.pool.checkout(self.hostgroup, &self.login).await {
+                    Ok(c) => self.backend = Some(c),
+                    Err(e) => {
+                        GlobalStats::inc(&self.shared.stats.backend_errors);
+                        let err = pool_error(&e);
+                        self.log_error(None, err.code, &e.to_string());
+                        self.client.send_err(seq, &err).await?;
+                        return Ok(None);
+                    }
                 }
             }
+            if !self.sync_schema(seq).await? {
+                return Ok(None);
+            }
+            let tied = self.tied();
+            match self.sync_state(seq).await? {
+                SyncOutcome::Ready => return Ok(self.backend.as_mut()),
+                SyncOutcome::Answered => return Ok(None),
+                SyncOutcome::Retry if tied => {
+                    let e = ErrInfo::new(
+                        errcode::ER_LOST_BACKEND,
+                        "HY000",
+                        "Lost connection to backend server: the session's state went with it",
+                    );
+                    self.client.send_err(seq, &e).await?;
+                    return Err(ClientError::Closed);
+                }
+                SyncOutcome::Retry => {}
+            }
         }
-        // Bring the client's schema onto this connection.
+        let e = ErrInfo::new(
+            errcode::ER_LOST_BACKEND,
+            "HY000",
+            "weir could not bring a backend connection to this session's state",
+        );
+        self.client.send_err(seq, &e).await?;
+        Ok(None)
+    }
+
+    /// Brings the client's schema onto the held connection; false when the client got an ERR.
+    async fn sync_schema(&mut self, seq: u8) -> Result<bool, ClientError> {
         let want = self.schema.clone();
         if let (Some(want), Some(b)) = (want, self.backend.as_mut()) {
             if b.conn_ref().schema.as_deref() != Some(want.as_str()) {
@@ -415,19 +460,19 @@ impl Session {
                         self.log_error(Some(&server), e.code, &e.message);
                         self.client.send_err(seq, &e).await?;
                         self.release();
-                        return Ok(None);
+                        return Ok(false);
                     }
                     Err(e) => {
                         let err = lost_backend(&e);
                         self.log_error(Some(&server), err.code, &err.message);
                         self.drop_backend().await;
                         self.client.send_err(seq, &err).await?;
-                        return Ok(None);
+                        return Ok(false);
                     }
                 }
             }
         }
-        Ok(self.backend.as_mut())
+        Ok(true)
     }
 
     /// Records the statement running on the backend (for KILL QUERY).
@@ -491,9 +536,7 @@ impl Session {
 
     /// Whether the client's autocommit is on.
     pub(crate) fn autocommit(&self) -> bool {
-        self.backend
-            .as_ref()
-            .is_none_or(|b| b.conn_ref().status & status::AUTOCOMMIT != 0)
+        self.vars.autocommit().unwrap_or(true)
     }
 
     /// Whether the session holds state on its backend that would be lost with the connection.

@@ -49,12 +49,10 @@ impl Pin {
     pub const USER_LOCK: u32 = 1 << 2;
     /// CREATE TEMPORARY TABLE.
     pub const TEMP_TABLE: u32 = 1 << 3;
-    /// User variables (@v).
+    /// A user variable assigned outside SET (`@v := ...`, `... INTO @v`).
     pub const USER_VARIABLE: u32 = 1 << 4;
     /// Text-protocol PREPARE / EXECUTE / DEALLOCATE.
     pub const PREPARED: u32 = 1 << 5;
-    /// SQL_CALC_FOUND_ROWS, FOUND_ROWS().
-    pub const FOUND_ROWS: u32 = 1 << 6;
     /// Anything else whose effect weir does not follow (HANDLER, XA, ...).
     pub const UNTRACKED: u32 = 1 << 7;
 
@@ -62,6 +60,15 @@ impl Pin {
     pub fn any(self) -> bool {
         self.0 != 0
     }
+}
+
+/// A named text-protocol prepared statement being created or dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextPrepare {
+    /// `PREPARE name FROM ...`.
+    Prepare(String),
+    /// `DEALLOCATE PREPARE name` / `DROP PREPARE name`.
+    Deallocate(String),
 }
 
 /// What the scanner found.
@@ -79,6 +86,15 @@ pub struct QueryScan {
     pub use_schema: Option<String>,
     /// For a lone `KILL [QUERY|CONNECTION] n`: (query only, id).
     pub kill: Option<(bool, u64)>,
+    /// Whether the statement reads what the previous one left on its connection: FOUND_ROWS(),
+    /// ROW_COUNT(), SHOW WARNINGS / ERRORS / COUNT(*), GET DIAGNOSTICS.
+    pub reads_previous_result: bool,
+    /// Whether SQL_CALC_FOUND_ROWS is used (FOUND_ROWS() must then run on the same connection).
+    pub calc_found_rows: bool,
+    /// Whether a statement is UNLOCK TABLES.
+    pub unlock_tables: bool,
+    /// For a lone text-protocol PREPARE or DEALLOCATE/DROP PREPARE: the statement name.
+    pub text_prepare: Option<TextPrepare>,
     /// ProxySQL's command for the first statement (stats_mysql_commands_counters).
     pub command: SqlCommand,
 }
@@ -96,6 +112,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
         reads_last_insert_id: false,
         use_schema: None,
         kill: None,
+        calc_found_rows: false,
+        reads_previous_result: false,
+        unlock_tables: false,
+        text_prepare: None,
         command: SqlCommand::Unknown,
     };
     // Words of the current statement we still want to look at (its first four).
@@ -103,6 +123,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
     let mut nwords = 0usize;
     // Whether the previous word was FOR, and whether FOR UPDATE was seen in this statement.
     let mut after_for = false;
+    // Whether the previous word was INTO (`SELECT ... INTO @v` assigns a user variable).
+    let mut after_into = false;
     let mut for_update = false;
     let mut stmt_start = 0usize;
     let mut i = 0usize;
@@ -123,9 +145,28 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 if kind == StatementKind::Kill {
                     out.kill = parse_kill(words, nwords);
                 }
+                if pin & Pin::PREPARED != 0 {
+                    out.text_prepare = parse_text_prepare(words, nwords);
+                }
             } else {
                 out.use_schema = None;
                 out.kill = None;
+                out.text_prepare = None;
+            }
+            if (eq(words[0], "SHOW")
+                && nwords > 1
+                && (eq(words[1], "WARNINGS") || eq(words[1], "ERRORS") || eq(words[1], "COUNT")))
+                || (eq(words[0], "GET")
+                    && nwords > 1
+                    && (eq(words[1], "DIAGNOSTICS") || eq(words[1], "CURRENT")))
+            {
+                out.reads_previous_result = true;
+            }
+            if eq(words[0], "UNLOCK")
+                && nwords > 1
+                && (eq(words[1], "TABLES") || eq(words[1], "TABLE"))
+            {
+                out.unlock_tables = true;
             }
             out.pin.0 |= pin;
         };
@@ -178,17 +219,27 @@ pub fn scan(q: &[u8]) -> QueryScan {
             }
             b'@' => {
                 if i + 1 < n && q[i + 1] == b'@' {
-                    // @@system_variable: a read or a SET; SET pins by itself.
+                    // @@system_variable: a read or a SET; SET is looked at by itself.
                     i += 2;
                 } else {
-                    out.pin.0 |= Pin::USER_VARIABLE;
-                    i += 1;
+                    // Reading a user variable is fine (weir replays the ones set by SET);
+                    // assigning one anywhere but in SET is not followed.
+                    i = skip_user_variable(q, i + 1);
+                    let mut j = i;
+                    while j < n && q[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if after_into || (j + 1 < n && q[j] == b':' && q[j + 1] == b'=') {
+                        out.pin.0 |= Pin::USER_VARIABLE;
+                    }
                 }
+                after_into = false;
             }
             b';' => {
                 finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
                 nwords = 0;
                 after_for = false;
+                after_into = false;
                 for_update = false;
                 i += 1;
                 stmt_start = i;
@@ -209,6 +260,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     for_update |= after_for && w.eq_ignore_ascii_case(b"UPDATE");
                     after_for = false;
                 }
+                after_into = w.len() == 4 && w.eq_ignore_ascii_case(b"INTO");
                 if w.len() >= 9 {
                     if w.eq_ignore_ascii_case(b"GET_LOCK")
                         || w.eq_ignore_ascii_case(b"RELEASE_LOCK")
@@ -216,10 +268,12 @@ pub fn scan(q: &[u8]) -> QueryScan {
                         || w.eq_ignore_ascii_case(b"IS_USED_LOCK")
                     {
                         out.pin.0 |= Pin::USER_LOCK;
-                    } else if w.eq_ignore_ascii_case(b"SQL_CALC_FOUND_ROWS")
-                        || w.eq_ignore_ascii_case(b"FOUND_ROWS")
+                    } else if w.eq_ignore_ascii_case(b"SQL_CALC_FOUND_ROWS") {
+                        out.calc_found_rows = true;
+                    } else if w.eq_ignore_ascii_case(b"FOUND_ROWS")
+                        || w.eq_ignore_ascii_case(b"ROW_COUNT")
                     {
-                        out.pin.0 |= Pin::FOUND_ROWS;
+                        out.reads_previous_result = true;
                     } else if w.eq_ignore_ascii_case(b"LAST_INSERT_ID") {
                         out.reads_last_insert_id = true;
                     }
@@ -280,7 +334,11 @@ fn classify(words: &[&[u8]; 4], nwords: usize) -> (StatementKind, u32) {
         }
         _ if eq(w0, "CREATE") && eq(w1, "TEMPORARY") => (K::Other, Pin::TEMP_TABLE),
         _ if eq(w0, "CREATE") && eq(w1, "OR") && eq(w2, "REPLACE") => (K::Other, 0),
-        _ if eq(w0, "PREPARE") || eq(w0, "EXECUTE") || eq(w0, "DEALLOCATE") => {
+        _ if eq(w0, "PREPARE")
+            || eq(w0, "EXECUTE")
+            || eq(w0, "DEALLOCATE")
+            || (eq(w0, "DROP") && eq(w1, "PREPARE")) =>
+        {
             (K::Other, Pin::PREPARED)
         }
         _ if eq(w0, "HANDLER") || eq(w0, "XA") || eq(w0, "SAVEPOINT") || eq(w0, "RELEASE") => {
@@ -303,6 +361,43 @@ fn parse_use(text: &[u8]) -> Option<String> {
         rest.to_string()
     };
     (!name.is_empty()).then_some(name)
+}
+
+/// Skips a user variable name (`v`, `'v'`, `"v"`, `` `v` ``) starting at `i`.
+fn skip_user_variable(q: &[u8], mut i: usize) -> usize {
+    let n = q.len();
+    match q.get(i) {
+        Some(&quote @ (b'\'' | b'"' | b'`')) => {
+            i += 1;
+            while i < n && q[i] != quote {
+                i += 1;
+            }
+            i + 1
+        }
+        _ => {
+            while i < n && (is_ident_byte(q[i]) || q[i] == b'.') {
+                i += 1;
+            }
+            i
+        }
+    }
+}
+
+fn parse_text_prepare(words: &[&[u8]; 4], nwords: usize) -> Option<TextPrepare> {
+    let name = |w: &[u8]| {
+        std::str::from_utf8(w)
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(str::to_ascii_lowercase)
+    };
+    if eq(words[0], "PREPARE") && nwords > 1 {
+        return name(words[1]).map(TextPrepare::Prepare);
+    }
+    if (eq(words[0], "DEALLOCATE") || eq(words[0], "DROP")) && nwords > 2 && eq(words[1], "PREPARE")
+    {
+        return name(words[2]).map(TextPrepare::Deallocate);
+    }
+    None
 }
 
 fn parse_kill(words: &[&[u8]; 4], nwords: usize) -> Option<(bool, u64)> {
@@ -336,14 +431,33 @@ mod tests {
     #[test]
     fn pins() {
         assert!(scan(b"SET NAMES utf8").pin.any());
-        assert!(scan(b"select @a").pin.0 & Pin::USER_VARIABLE != 0);
+        assert!(!scan(b"select @a").pin.any());
+        assert!(scan(b"select @a := 1").pin.0 & Pin::USER_VARIABLE != 0);
+        assert!(scan(b"select @`a b`:=id from t").pin.0 & Pin::USER_VARIABLE != 0);
+        assert!(scan(b"select id into @a from t").pin.0 & Pin::USER_VARIABLE != 0);
+        assert!(!scan(b"select @a = 1, @b from t").pin.any());
         assert!(!scan(b"select @@version").pin.any());
         assert!(!scan(b"insert into t values ('a@b.c')").pin.any());
         assert!(scan(b"SELECT GET_LOCK('x', 1)").pin.0 & Pin::USER_LOCK != 0);
         assert!(scan(b"create temporary table t (a int)").pin.0 & Pin::TEMP_TABLE != 0);
         assert!(scan(b"LOCK TABLES t WRITE").pin.0 & Pin::LOCK_TABLES != 0);
         assert!(scan(b"select 1; set @x=1").pin.any());
-        assert!(scan(b"SELECT SQL_CALC_FOUND_ROWS * FROM t").pin.any());
+        assert!(scan(b"SELECT SQL_CALC_FOUND_ROWS * FROM t").calc_found_rows);
+        assert!(!scan(b"SELECT FOUND_ROWS()").pin.any());
+        assert!(scan(b"SELECT FOUND_ROWS()").reads_previous_result);
+        assert!(scan(b"show warnings").reads_previous_result);
+        assert!(!scan(b"show tables").reads_previous_result);
+        assert!(scan(b"unlock tables").unlock_tables);
+        assert_eq!(
+            scan(b"PREPARE S1 FROM 'select 1'").text_prepare,
+            Some(TextPrepare::Prepare("s1".into()))
+        );
+        assert_eq!(
+            scan(b"drop prepare s1").text_prepare,
+            Some(TextPrepare::Deallocate("s1".into()))
+        );
+        assert!(scan(b"deallocate prepare s1").pin.0 & Pin::PREPARED != 0);
+        assert_eq!(scan(b"execute s1").text_prepare, None);
         assert!(!scan(b"select 'get_lock(' from t").pin.any());
     }
 

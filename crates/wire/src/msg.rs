@@ -178,6 +178,45 @@ pub fn is_eof(payload_len: usize, first: u8) -> bool {
     first == 0xfe && payload_len < 9
 }
 
+/// One column of a result set weir builds.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnSpec<'a> {
+    /// Column name (and alias).
+    pub name: &'a str,
+    /// Type (`crate::coltype`).
+    pub col_type: u8,
+    /// Character set id (63 = binary, for numbers).
+    pub charset: u16,
+    /// Display length.
+    pub length: u32,
+    /// Column flags (NOT_NULL 1, BINARY 128, UNSIGNED 32...).
+    pub flags: u16,
+}
+
+impl<'a> ColumnSpec<'a> {
+    /// A VARCHAR column in utf8.
+    pub fn text(name: &'a str) -> Self {
+        ColumnSpec {
+            name,
+            col_type: crate::coltype::VAR_STRING,
+            charset: 33,
+            length: 1024,
+            flags: 0,
+        }
+    }
+
+    /// A BIGINT UNSIGNED NOT NULL column.
+    pub fn unsigned_bigint(name: &'a str) -> Self {
+        ColumnSpec {
+            name,
+            col_type: crate::coltype::LONGLONG,
+            charset: 63,
+            length: 21,
+            flags: 1 | 32 | 128,
+        }
+    }
+}
+
 /// A text-protocol result set built by weir itself (admin answers, local replies).
 pub struct TextResultSet<'a> {
     out: &'a mut BytesMut,
@@ -187,31 +226,44 @@ pub struct TextResultSet<'a> {
 
 impl<'a> TextResultSet<'a> {
     /// Writes the column count and one VARCHAR column definition per name.
-    pub fn begin(out: &'a mut BytesMut, mut seq: u8, client_caps: u32, columns: &[&str]) -> Self {
+    pub fn begin(out: &'a mut BytesMut, seq: u8, client_caps: u32, columns: &[&str]) -> Self {
+        let specs: Vec<ColumnSpec<'_>> = columns.iter().map(|n| ColumnSpec::text(n)).collect();
+        Self::begin_columns(out, seq, client_caps, &specs, crate::status::AUTOCOMMIT)
+    }
+
+    /// Writes the column count and the given column definitions; `status` goes into the EOF
+    /// that ends them (classic protocol).
+    pub fn begin_columns(
+        out: &'a mut BytesMut,
+        mut seq: u8,
+        client_caps: u32,
+        columns: &[ColumnSpec<'_>],
+        status: u16,
+    ) -> Self {
         let start = begin_packet(out, seq);
         put_lenenc(out, columns.len() as u64);
         finish_packet(out, start);
         seq = seq.wrapping_add(1);
-        for name in columns {
+        for c in columns {
             let start = begin_packet(out, seq);
             put_lenenc_bytes(out, b"def");
             put_lenenc_bytes(out, b"");
             put_lenenc_bytes(out, b"");
             put_lenenc_bytes(out, b"");
-            put_lenenc_bytes(out, name.as_bytes());
-            put_lenenc_bytes(out, name.as_bytes());
+            put_lenenc_bytes(out, c.name.as_bytes());
+            put_lenenc_bytes(out, c.name.as_bytes());
             out.put_u8(0x0c);
-            out.put_u16_le(33); // utf8_general_ci
-            out.put_u32_le(1024);
-            out.put_u8(crate::coltype::VAR_STRING);
-            out.put_u16_le(0);
+            out.put_u16_le(c.charset);
+            out.put_u32_le(c.length);
+            out.put_u8(c.col_type);
+            out.put_u16_le(c.flags);
             out.put_u8(0);
             out.put_u16_le(0);
             finish_packet(out, start);
             seq = seq.wrapping_add(1);
         }
         if client_caps & cap::DEPRECATE_EOF == 0 {
-            write_eof(out, seq, crate::status::AUTOCOMMIT, 0);
+            write_eof(out, seq, status, 0);
             seq = seq.wrapping_add(1);
         }
         TextResultSet {

@@ -8,7 +8,6 @@
 //! which convert to and from `weir-config`'s typed rows, and publish stats with
 //! [`Store::replace_rows`] just before a query reads them.
 
-mod collations;
 mod convert;
 mod error;
 mod schema;

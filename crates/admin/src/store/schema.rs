@@ -6,9 +6,9 @@
 //! because SQLite's refusal message quotes the expression: it then names the column and the
 //! allowed range.
 
-use super::collations::COLLATIONS;
 use super::error::StoreError;
 use rusqlite::Connection;
+use weir_sql::COLLATIONS;
 
 /// Placeholder for the schema-qualified table name in the DDL templates below.
 const T: &str = "{t}";

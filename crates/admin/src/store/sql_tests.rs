@@ -2,10 +2,10 @@
 //! type them (double quotes, joins across schemas, INSERT ... SELECT from stats), the SHOW
 //! statements, bulk row replacement and the collations.
 
-use super::collations::COLLATIONS;
 use super::tests::{affected, rows, scalar, store};
 use super::*;
 use rusqlite::types::Value;
+use weir_sql::COLLATIONS;
 
 #[test]
 fn every_schema_has_its_tables() {

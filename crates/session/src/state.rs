@@ -1,0 +1,235 @@
+//! The client's session state and what keeps a backend connection with the client.
+//!
+//! weir returns the backend connection to the pool after every statement unless the session
+//! holds something on it that cannot be recreated elsewhere. What it can recreate, it tracks:
+//! the schema, the variables set by SET statements weir understands (`weir_sql::parse_set`:
+//! charset and collation, autocommit, sql_mode, time_zone, isolation, user variables set to
+//! literals...), and LAST_INSERT_ID(). Before a statement runs, the connection it gets is
+//! brought in line with the client's state by one SET carrying only what differs
+//! ([`Session::sync_state`]). Everything else keeps the connection (see `weir_sql::Pin` and
+//! [`crate::pins`]): an open transaction, LOCK TABLES until UNLOCK TABLES, user locks until
+//! released, temporary tables, named text PREPAREs until deallocated, a SET weir cannot
+//! follow, a user variable assigned outside SET, an open cursor, a rule's multiplex=0.
+
+use crate::client::ClientError;
+use crate::session::{lost_backend, Session};
+use weir_backend::BackendError;
+use weir_sql::{Assignment, LockCall, SetEffect, TextPrepare};
+
+/// What the current statement changes on success, applied once its reply is relayed.
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    /// Tracked SET assignments.
+    pub(crate) set: Option<Vec<Assignment>>,
+    /// UNLOCK TABLES.
+    pub(crate) unlock_tables: bool,
+    /// A named text PREPARE created or dropped.
+    pub(crate) text_prepare: Option<TextPrepare>,
+    /// User locks taken or released.
+    pub(crate) locks: Vec<LockCall>,
+    /// The next statement must run on the same connection (SQL_CALC_FOUND_ROWS, SET
+    /// TRANSACTION for the next transaction).
+    pub(crate) hold_next: bool,
+    /// The statement reads LAST_INSERT_ID(): the connection must know the client's.
+    pub(crate) reads_last_insert_id: bool,
+}
+
+/// Client-side state that is not a variable.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    /// User locks held by name (a name taken twice is listed twice).
+    pub(crate) locks: Vec<Box<str>>,
+    /// A lock whose name weir could not read is held: kept until RELEASE_ALL_LOCKS().
+    pub(crate) unnamed_lock: bool,
+    /// Named text-protocol prepared statements.
+    pub(crate) text_prepared: Vec<String>,
+}
+
+impl Held {
+    fn apply_locks(&mut self, calls: &[LockCall], succeeded: bool) {
+        for call in calls {
+            match call {
+                // Taken even when the statement failed: keeping a connection too long is
+                // harmless, releasing one that still holds a lock leaks it to another client.
+                LockCall::Get(Some(name)) => self.locks.push(name.clone()),
+                LockCall::Get(None) => self.unnamed_lock = true,
+                LockCall::Release(Some(name)) if succeeded => {
+                    if let Some(i) = self.locks.iter().position(|l| l == name) {
+                        self.locks.swap_remove(i);
+                    }
+                }
+                LockCall::Release(_) => {}
+                LockCall::ReleaseAll if succeeded => {
+                    self.locks.clear();
+                    self.unnamed_lock = false;
+                }
+                LockCall::ReleaseAll => {}
+            }
+        }
+    }
+}
+
+impl Session {
+    /// Reads what a query will change and which of its pin reasons weir follows instead;
+    /// returns the pin reasons left.
+    pub(crate) fn plan_effects(&mut self, text: &[u8], scan: &weir_sql::QueryScan) -> u32 {
+        use weir_sql::{Pin, StatementKind};
+        let mut pins = scan.pin.0;
+        let fx = &mut self.effects;
+        *fx = Effects::default();
+        fx.reads_last_insert_id = scan.reads_last_insert_id;
+        fx.hold_next = scan.calc_found_rows;
+        fx.unlock_tables = scan.unlock_tables;
+        if scan.kind == StatementKind::Set && scan.statements == 1 {
+            match weir_sql::parse_set(text) {
+                SetEffect::Tracked(a) => {
+                    pins &= !(Pin::SET | Pin::USER_VARIABLE);
+                    fx.set = Some(a);
+                }
+                SetEffect::NextTransaction => {
+                    pins &= !Pin::SET;
+                    fx.hold_next = true;
+                }
+                SetEffect::Untracked => {}
+            }
+        }
+        if pins & Pin::USER_LOCK != 0 {
+            weir_sql::lock_calls(text, &mut fx.locks);
+            pins &= !Pin::USER_LOCK;
+        }
+        if pins & Pin::PREPARED != 0 && scan.statements == 1 {
+            // A lone PREPARE/DEALLOCATE is followed by name; EXECUTE needs the connection the
+            // names keep anyway. Anything else (several statements) pins for good.
+            fx.text_prepare = scan.text_prepare.clone();
+            pins &= !Pin::PREPARED;
+        }
+        pins
+    }
+
+    /// Applies what the statement just relayed changed; returns whether the next statement
+    /// must run on the same connection.
+    pub(crate) fn apply_effects(&mut self, succeeded: bool) -> bool {
+        let fx = std::mem::take(&mut self.effects);
+        if succeeded {
+            if let Some(a) = &fx.set {
+                self.vars.apply(a);
+                if let Some(b) = self.backend.as_mut() {
+                    b.conn().vars.apply(a);
+                }
+            }
+            if fx.unlock_tables {
+                self.pins &= !weir_sql::Pin::LOCK_TABLES;
+            }
+            match fx.text_prepare {
+                Some(TextPrepare::Prepare(name)) if !self.held.text_prepared.contains(&name) => {
+                    self.held.text_prepared.push(name);
+                }
+                Some(TextPrepare::Deallocate(name)) => {
+                    self.held.text_prepared.retain(|n| *n != name);
+                }
+                _ => {}
+            }
+        }
+        self.held.apply_locks(&fx.locks, succeeded);
+        let lock_pin = !self.held.locks.is_empty() || self.held.unnamed_lock;
+        set_bit(&mut self.pins, crate::pins::USER_LOCKS, lock_pin);
+        let prepared_pin = !self.held.text_prepared.is_empty();
+        set_bit(&mut self.pins, crate::pins::TEXT_PREPARED, prepared_pin);
+        fx.hold_next
+    }
+
+    /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER).
+    pub(crate) fn reset_state(&mut self) {
+        self.vars = weir_sql::SessionVars::default();
+        self.held = Held::default();
+        self.effects = Effects::default();
+        self.last_insert_id = 0;
+        self.pins = 0;
+        self.keep_for = 0;
+        self.hold_until = None;
+        self.prepared.clear();
+    }
+
+    /// Brings the held connection's variables (and LAST_INSERT_ID() when the statement reads
+    /// it) in line with the client's. `Ok(false)`: the connection cannot be brought there and
+    /// was closed, take another; `Err(())` inside: the client got an ERR.
+    pub(crate) async fn sync_state(&mut self, seq: u8) -> Result<SyncOutcome, ClientError> {
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(SyncOutcome::Ready);
+        };
+        let needs_id =
+            self.effects.reads_last_insert_id && b.conn_ref().last_insert_id != self.last_insert_id;
+        if b.conn_ref().vars == self.vars && !needs_id {
+            return Ok(SyncOutcome::Ready);
+        }
+        let server = b.server().clone();
+        let mut statements = Vec::new();
+        {
+            let conn = b.conn_ref();
+            let ctx = weir_sql::SyncContext {
+                handshake_collation: self.login.key.collation,
+                server_version: &conn.server_version,
+            };
+            if !self.vars.sync_statements(&conn.vars, &ctx, &mut statements) {
+                self.drop_backend().await;
+                return Ok(SyncOutcome::Retry);
+            }
+        }
+        if needs_id {
+            statements.push(format!("SELECT LAST_INSERT_ID({})", self.last_insert_id));
+        }
+        for sql in &statements {
+            let Some(b) = self.backend.as_mut() else {
+                return Ok(SyncOutcome::Retry);
+            };
+            match b.conn().query(sql).await {
+                Ok(_) => {}
+                Err(BackendError::Server(e)) => {
+                    // The server refuses the client's state (a value another server took).
+                    self.log_error(Some(&server), e.code, &e.message);
+                    self.client.send_err(seq, &e).await?;
+                    self.give_back_unless_tied();
+                    return Ok(SyncOutcome::Answered);
+                }
+                Err(e) => {
+                    let err = lost_backend(&e);
+                    self.log_error(Some(&server), err.code, &err.message);
+                    self.drop_backend().await;
+                    return Ok(SyncOutcome::Retry);
+                }
+            }
+        }
+        if let Some(b) = self.backend.as_mut() {
+            let conn = b.conn();
+            conn.vars.clone_from(&self.vars);
+            if needs_id {
+                conn.last_insert_id = self.last_insert_id;
+            }
+        }
+        Ok(SyncOutcome::Ready)
+    }
+
+    fn give_back_unless_tied(&mut self) {
+        if !self.tied() {
+            self.give_back();
+        }
+    }
+}
+
+/// How [`Session::sync_state`] went.
+pub(crate) enum SyncOutcome {
+    /// The connection is in the client's state.
+    Ready,
+    /// The connection was closed; take another.
+    Retry,
+    /// The client got an ERR.
+    Answered,
+}
+
+fn set_bit(bits: &mut u32, bit: u32, on: bool) {
+    if on {
+        *bits |= bit;
+    } else {
+        *bits &= !bit;
+    }
+}

@@ -1,0 +1,447 @@
+//! What a SET statement does to the session state weir follows, so that a multiplexed client's
+//! session can be rebuilt on whichever backend connection runs its next statement.
+//!
+//! The parser is conservative by design: anything it is not sure of is [`SetEffect::Untracked`],
+//! which only costs a pinned connection, whereas a wrong `Tracked` would leak state between
+//! clients sharing a connection.
+
+mod lex;
+pub(crate) mod switch;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use lex::{Scope, Tok};
+
+/// What a SET statement does to the session state weir tracks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetEffect {
+    /// Every assignment is followed (possibly none, e.g. SET GLOBAL, SET PASSWORD): apply them.
+    Tracked(Vec<Assignment>),
+    /// `SET TRANSACTION ...` without SESSION/GLOBAL: applies to the next transaction only.
+    NextTransaction,
+    /// Something weir cannot follow: the session must keep its connection.
+    Untracked,
+}
+
+/// One followed assignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The session value assigned.
+    pub slot: Slot,
+    /// The value as SQL text to replay; None puts the slot back to the connection's default
+    /// (a NULL user variable reads the same as an unset one).
+    pub value: Option<Box<str>>,
+}
+
+/// A piece of session state that one assignment sets.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    /// A system variable slot: (slot key, name to replay with). An empty name means the server
+    /// version picks it at replay (`tx_isolation` or `transaction_isolation`, ...).
+    System {
+        /// One key per server value, whichever name set it.
+        key: &'static str,
+        /// The name the value was set with.
+        name: &'static str,
+    },
+    /// A user variable, name lowercased without the '@' (backquoted names: content, lowercased).
+    User(Box<str>),
+}
+
+const ISOLATION: Slot = Slot::System {
+    key: "transaction_isolation",
+    name: "",
+};
+const READ_ONLY: Slot = Slot::System {
+    key: "transaction_read_only",
+    name: "",
+};
+const CLIENT: Slot = Slot::System {
+    key: "character_set_client",
+    name: "character_set_client",
+};
+const RESULTS: Slot = Slot::System {
+    key: "character_set_results",
+    name: "character_set_results",
+};
+const CONNECTION_KEY: &str = "collation_connection";
+/// What `SET CHARACTER SET` gives `character_set_connection`, in the server's own words.
+const DATABASE_CHARSET: &str = "@@character_set_database";
+
+/// Parses one statement that starts with SET (leading whitespace/comments allowed, one optional
+/// trailing ';' and trailing whitespace/comments allowed). Anything after a ';' other than
+/// whitespace/comments => Untracked.
+pub fn parse_set(stmt: &[u8]) -> SetEffect {
+    parse(stmt).unwrap_or(SetEffect::Untracked)
+}
+
+fn parse(stmt: &[u8]) -> Option<SetEffect> {
+    let mut toks = lex::tokens(stmt)?;
+    if toks.last() == Some(&Tok::Punct(b';')) {
+        toks.pop();
+    }
+    if toks.contains(&Tok::Punct(b';')) {
+        return None;
+    }
+    let mut p = Parser {
+        toks: &toks,
+        pos: 0,
+    };
+    if !p.eat_word("SET") {
+        return None;
+    }
+    if p.eat_word("PASSWORD") {
+        // Changes an account, not the session.
+        return Some(SetEffect::Tracked(Vec::new()));
+    }
+    let start = p.pos;
+    let scope = p.scope_keyword();
+    if p.eat_word("TRANSACTION") {
+        let characteristics = p.transaction()?;
+        return Some(match scope {
+            None => SetEffect::NextTransaction,
+            Some(Scope::Session) => SetEffect::Tracked(characteristics),
+            Some(Scope::Global) => SetEffect::Tracked(Vec::new()),
+        });
+    }
+    p.pos = start;
+    p.list().map(SetEffect::Tracked)
+}
+
+/// A value as the grammar sees it, before the variable it goes to decides what it may be.
+enum Raw<'a> {
+    /// A signed or unsigned decimal number, as written.
+    Number(String),
+    /// A hexadecimal or bit literal, as written.
+    Hex(&'a str),
+    /// A string literal: introducer, content.
+    Str(Option<&'a str>, &'a str),
+    /// A keyword or identifier.
+    Word(&'a str),
+    /// `@@name` / `@@scope.name`.
+    System(Option<Scope>, &'a str),
+}
+
+impl Raw<'_> {
+    /// The text a literal replays as; None for words and variable references.
+    fn literal(&self) -> Option<Box<str>> {
+        match self {
+            Raw::Number(n) => Some(n.as_str().into()),
+            Raw::Hex(h) => Some((*h).into()),
+            Raw::Str(intro, content) => {
+                Some(format!("{}{}", intro.unwrap_or(""), quote(content)).into())
+            }
+            Raw::Word(_) | Raw::System(..) => None,
+        }
+    }
+
+    fn is_word(&self, keyword: &str) -> bool {
+        matches!(self, Raw::Word(w) if w.eq_ignore_ascii_case(keyword))
+    }
+}
+
+/// A string literal that means the same whatever the session's sql_mode.
+fn quote(content: &str) -> String {
+    format!("'{}'", content.replace('\'', "''"))
+}
+
+struct Parser<'t, 'a> {
+    toks: &'t [Tok<'a>],
+    pos: usize,
+}
+
+impl<'t, 'a> Parser<'t, 'a> {
+    fn peek(&self) -> Option<&'t Tok<'a>> {
+        self.toks.get(self.pos)
+    }
+
+    fn bump(&mut self) -> Option<&'t Tok<'a>> {
+        let t = self.toks.get(self.pos)?;
+        self.pos += 1;
+        Some(t)
+    }
+
+    fn eat_word(&mut self, keyword: &str) -> bool {
+        let hit = matches!(self.peek(), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(keyword));
+        if hit {
+            self.pos += 1;
+        }
+        hit
+    }
+
+    fn eat_punct(&mut self, p: u8) -> bool {
+        let hit = self.peek() == Some(&Tok::Punct(p));
+        if hit {
+            self.pos += 1;
+        }
+        hit
+    }
+
+    fn done(&self) -> bool {
+        self.pos == self.toks.len()
+    }
+
+    fn scope_keyword(&mut self) -> Option<Scope> {
+        let scope = match self.peek() {
+            Some(Tok::Word(w)) => match w.to_ascii_uppercase().as_str() {
+                "SESSION" | "LOCAL" => Scope::Session,
+                "GLOBAL" | "PERSIST" | "PERSIST_ONLY" => Scope::Global,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.pos += 1;
+        Some(scope)
+    }
+
+    /// `characteristic [, characteristic]...` after TRANSACTION, as session assignments.
+    fn transaction(&mut self) -> Option<Vec<Assignment>> {
+        let mut out = Vec::new();
+        loop {
+            let (slot, value) = if self.eat_word("ISOLATION") {
+                if !self.eat_word("LEVEL") {
+                    return None;
+                }
+                let level = if self.eat_word("READ") {
+                    if self.eat_word("UNCOMMITTED") {
+                        "'READ-UNCOMMITTED'"
+                    } else if self.eat_word("COMMITTED") {
+                        "'READ-COMMITTED'"
+                    } else {
+                        return None;
+                    }
+                } else if self.eat_word("REPEATABLE") && self.eat_word("READ") {
+                    "'REPEATABLE-READ'"
+                } else if self.eat_word("SERIALIZABLE") {
+                    "'SERIALIZABLE'"
+                } else {
+                    return None;
+                };
+                (ISOLATION, level)
+            } else if self.eat_word("READ") {
+                if self.eat_word("ONLY") {
+                    (READ_ONLY, "1")
+                } else if self.eat_word("WRITE") {
+                    (READ_ONLY, "0")
+                } else {
+                    return None;
+                }
+            } else {
+                return None;
+            };
+            out.push(Assignment {
+                slot,
+                value: Some(value.into()),
+            });
+            if !self.eat_punct(b',') {
+                break;
+            }
+        }
+        self.done().then_some(out)
+    }
+
+    /// `item [, item]...`, where a scope keyword holds until the next one.
+    fn list(&mut self) -> Option<Vec<Assignment>> {
+        let mut out = Vec::new();
+        let mut scope = Scope::Session;
+        loop {
+            let explicit = self.scope_keyword();
+            scope = explicit.unwrap_or(scope);
+            let bare = explicit.is_none();
+            match self.bump()? {
+                Tok::Word(w) if bare && w.eq_ignore_ascii_case("NAMES") => self.names(&mut out)?,
+                Tok::Word(w) if bare && w.eq_ignore_ascii_case("CHARSET") => {
+                    self.charset(&mut out)?
+                }
+                Tok::Word(w) if bare && w.eq_ignore_ascii_case("CHARACTER") => {
+                    if !self.eat_word("SET") {
+                        return None;
+                    }
+                    self.charset(&mut out)?
+                }
+                Tok::UserVar(name) if bare => {
+                    self.assign_op()?;
+                    let value = user_value(&self.value()?)?;
+                    out.push(Assignment {
+                        slot: Slot::User(name.as_str().into()),
+                        value,
+                    });
+                }
+                Tok::SysVar(at_scope, name) if bare => {
+                    self.system(at_scope.unwrap_or(Scope::Session), name, &mut out)?
+                }
+                Tok::Word(name) => self.system(scope, name, &mut out)?,
+                Tok::Ident(name) => self.system(scope, name, &mut out)?,
+                _ => return None,
+            }
+            if !self.eat_punct(b',') {
+                break;
+            }
+        }
+        self.done().then_some(out)
+    }
+
+    fn assign_op(&mut self) -> Option<()> {
+        match self.bump()? {
+            Tok::Punct(b'=') | Tok::Assign => Some(()),
+            _ => None,
+        }
+    }
+
+    fn value(&mut self) -> Option<Raw<'t>> {
+        Some(match self.bump()? {
+            Tok::Punct(sign @ (b'-' | b'+')) => match self.bump()? {
+                Tok::Number(n) => Raw::Number(format!("{}{n}", char::from(*sign))),
+                _ => return None,
+            },
+            Tok::Number(n) => Raw::Number((*n).to_owned()),
+            Tok::Hex(h) => Raw::Hex(h),
+            Tok::Str(s) => Raw::Str(None, s),
+            Tok::Word(w) if w.starts_with('_') && matches!(self.peek(), Some(Tok::Str(_))) => {
+                match self.bump()? {
+                    Tok::Str(s) => Raw::Str(Some(w), s),
+                    _ => return None,
+                }
+            }
+            Tok::Word(w) => Raw::Word(w),
+            Tok::SysVar(scope, name) => Raw::System(*scope, name),
+            _ => return None,
+        })
+    }
+
+    /// `name = value` for a system variable.
+    fn system(&mut self, scope: Scope, name: &str, out: &mut Vec<Assignment>) -> Option<()> {
+        self.assign_op()?;
+        let value = self.value()?;
+        if scope == Scope::Global {
+            // Changes the server, not this session; a variable reference is refused all the
+            // same, as it is one step from an expression.
+            return (!matches!(value, Raw::System(..))).then_some(());
+        }
+        let (key, name) = table::lookup(name)?;
+        let value = system_value(key, name, &value)?;
+        out.push(Assignment {
+            slot: Slot::System { key, name },
+            value,
+        });
+        Some(())
+    }
+
+    /// A charset or collation name after NAMES, CHARACTER SET or COLLATE.
+    fn charset_name(&mut self) -> Option<Box<str>> {
+        match self.bump()? {
+            Tok::Word(w) if !w.eq_ignore_ascii_case("DEFAULT") && !table::is_niladic(w) => {
+                Some((*w).into())
+            }
+            Tok::Str(s) => Some(quote(s).into()),
+            _ => None,
+        }
+    }
+
+    /// `NAMES cs [COLLATE coll]`.
+    fn names(&mut self, out: &mut Vec<Assignment>) -> Option<()> {
+        let charset = self.charset_name()?;
+        let (name, connection) = if self.eat_word("COLLATE") {
+            ("collation_connection", self.charset_name()?)
+        } else {
+            ("character_set_connection", charset.clone())
+        };
+        push_charsets(out, charset, name, connection);
+        Some(())
+    }
+
+    /// `CHARACTER SET cs` / `CHARSET cs`.
+    fn charset(&mut self, out: &mut Vec<Assignment>) -> Option<()> {
+        let charset = self.charset_name()?;
+        push_charsets(
+            out,
+            charset,
+            "character_set_connection",
+            DATABASE_CHARSET.into(),
+        );
+        Some(())
+    }
+}
+
+fn push_charsets(
+    out: &mut Vec<Assignment>,
+    charset: Box<str>,
+    name: &'static str,
+    connection: Box<str>,
+) {
+    out.push(Assignment {
+        slot: CLIENT,
+        value: Some(charset.clone()),
+    });
+    out.push(Assignment {
+        slot: RESULTS,
+        value: Some(charset),
+    });
+    out.push(Assignment {
+        slot: Slot::System {
+            key: CONNECTION_KEY,
+            name,
+        },
+        value: Some(connection),
+    });
+}
+
+/// The stored value of a session system variable; the outer None means untracked.
+fn system_value(key: &str, name: &str, raw: &Raw<'_>) -> Option<Option<Box<str>>> {
+    if key == "autocommit" {
+        return autocommit(raw);
+    }
+    if key == switch::OPTIMIZER_SWITCH {
+        return match raw {
+            _ if raw.is_word("DEFAULT") => Some(None),
+            Raw::Str(None, content) => switch::canonical(content).map(|c| Some(c.into())),
+            _ => None,
+        };
+    }
+    if let Some(text) = raw.literal() {
+        return Some(Some(text));
+    }
+    match raw {
+        Raw::Word(w) if w.eq_ignore_ascii_case("DEFAULT") => Some(Some("DEFAULT".into())),
+        Raw::Word(w) if table::is_niladic(w) => None,
+        Raw::Word(w) => Some(Some((*w).into())),
+        Raw::System(None | Some(Scope::Session), var)
+            if name == "character_set_connection" && *var == "character_set_database" =>
+        {
+            Some(Some(DATABASE_CHARSET.into()))
+        }
+        _ => None,
+    }
+}
+
+/// autocommit as `1`/`0`, so that [`crate::SessionVars::autocommit`] can read it; DEFAULT
+/// forgets it.
+fn autocommit(raw: &Raw<'_>) -> Option<Option<Box<str>>> {
+    let is = |w: &str, words: [&str; 2]| words.iter().any(|k| k.eq_ignore_ascii_case(w));
+    let on = match raw {
+        Raw::Number(n) if n == "1" => true,
+        Raw::Number(n) if n == "0" => false,
+        Raw::Word(w) if w.eq_ignore_ascii_case("DEFAULT") => return Some(None),
+        Raw::Word(w) if is(w, ["ON", "TRUE"]) => true,
+        Raw::Word(w) if is(w, ["OFF", "FALSE"]) => false,
+        Raw::Str(None, s) if s.eq_ignore_ascii_case("ON") => true,
+        Raw::Str(None, s) if s.eq_ignore_ascii_case("OFF") => false,
+        _ => return None,
+    };
+    Some(Some(if on { "1" } else { "0" }.into()))
+}
+
+/// The stored value of a user variable; the outer None means untracked.
+fn user_value(raw: &Raw<'_>) -> Option<Option<Box<str>>> {
+    if let Some(text) = raw.literal() {
+        return Some(Some(text));
+    }
+    match raw {
+        Raw::Word(w) if w.eq_ignore_ascii_case("NULL") => Some(None),
+        Raw::Word(w) if w.eq_ignore_ascii_case("TRUE") || w.eq_ignore_ascii_case("FALSE") => {
+            Some(Some((*w).into()))
+        }
+        _ => None,
+    }
+}

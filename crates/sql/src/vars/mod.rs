@@ -1,0 +1,241 @@
+//! The session state weir follows for a client or a backend connection, and the SET statement
+//! that brings a connection's state to a client's. Both sides are the same type so that the
+//! caller can compare and sync them, then record the connection as `conn = client.clone()`.
+
+#[cfg(test)]
+mod tests;
+
+use crate::collations::collation_by_id;
+use crate::set::switch::{self, OPTIMIZER_SWITCH};
+use crate::set::{Assignment, Slot};
+
+/// A client's or a backend connection's tracked session state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionVars {
+    /// Set system slots, sorted by key; a slot back at the connection default is absent.
+    system: Vec<SystemValue>,
+    /// Set user variables `(name, value)`, sorted by name; NULL ones are absent.
+    user: Vec<(Box<str>, Box<str>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SystemValue {
+    key: &'static str,
+    name: &'static str,
+    value: Box<str>,
+}
+
+/// What sync needs to know about the connection.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncContext<'a> {
+    /// The collation id the connection's handshake asked for, which its charset slots start at.
+    pub handshake_collation: u8,
+    /// The server's version string, which decides between `tx_*` and `transaction_*` names.
+    pub server_version: &'a str,
+}
+
+/// The charset slots, which the handshake sets rather than the server defaults, in the order
+/// they are replayed.
+const CHARSET_KEYS: [&str; 3] = [
+    "character_set_client",
+    "character_set_results",
+    "collation_connection",
+];
+
+impl SessionVars {
+    /// Applies assignments in order.
+    pub fn apply(&mut self, assignments: &[Assignment]) {
+        for a in assignments {
+            match &a.slot {
+                Slot::System { key, name } => self.set_system(key, name, a.value.as_deref()),
+                Slot::User(name) => set_sorted(&mut self.user, name, a.value.as_deref()),
+            }
+        }
+    }
+
+    fn set_system(&mut self, key: &'static str, name: &'static str, value: Option<&str>) {
+        let found = self.system.binary_search_by(|s| s.key.cmp(key));
+        let value = match value {
+            Some(v) if key == OPTIMIZER_SWITCH => {
+                let old = found.ok().and_then(|i| self.system.get(i));
+                switch::merge(old.map(|s| &*s.value), v)
+            }
+            v => v.map(Box::from),
+        };
+        match (found, value) {
+            (Ok(i), Some(value)) => {
+                if let Some(slot) = self.system.get_mut(i) {
+                    *slot = SystemValue { key, name, value };
+                }
+            }
+            (Ok(i), None) => {
+                self.system.remove(i);
+            }
+            (Err(i), Some(value)) => self.system.insert(i, SystemValue { key, name, value }),
+            (Err(_), None) => {}
+        }
+    }
+
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.system.is_empty() && self.user.is_empty()
+    }
+
+    /// autocommit as set (Some(false) after SET autocommit=0/OFF/false), None when never set or
+    /// reset to DEFAULT.
+    pub fn autocommit(&self) -> Option<bool> {
+        match self.system("autocommit")? {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The value text of a system slot, if set.
+    pub fn system(&self, key: &str) -> Option<&str> {
+        self.system_value(key).map(|s| &*s.value)
+    }
+
+    fn system_value(&self, key: &str) -> Option<&SystemValue> {
+        let i = self.system.binary_search_by(|s| s.key.cmp(key)).ok()?;
+        self.system.get(i)
+    }
+
+    fn user(&self, name: &str) -> Option<&str> {
+        let i = self.user.binary_search_by(|(n, _)| (**n).cmp(name)).ok()?;
+        self.user.get(i).map(|(_, v)| &**v)
+    }
+
+    /// Appends to `out` the SQL statements that bring a connection whose state is `conn` to
+    /// `self` (both have the same handshake collation). Only what differs. Returns false when
+    /// it cannot be done (then the caller discards that connection and opens a new one), e.g.
+    /// a charset slot must go back to the handshake collation and its id is unknown.
+    pub fn sync_statements(
+        &self,
+        conn: &SessionVars,
+        ctx: &SyncContext<'_>,
+        out: &mut Vec<String>,
+    ) -> bool {
+        let mut items = Vec::new();
+        for key in CHARSET_KEYS {
+            match (self.system_value(key), conn.system_value(key)) {
+                (Some(mine), theirs) if theirs != Some(mine) => {
+                    items.push(format!("{}={}", mine.name, mine.value));
+                }
+                (None, Some(_)) => {
+                    let Some((charset, collation)) =
+                        collation_by_id(u32::from(ctx.handshake_collation))
+                    else {
+                        return false;
+                    };
+                    let value = if key == "collation_connection" {
+                        collation
+                    } else {
+                        charset
+                    };
+                    items.push(format!("{key}='{value}'"));
+                }
+                _ => {}
+            }
+        }
+        let mut keys: Vec<&str> = self
+            .system
+            .iter()
+            .chain(&conn.system)
+            .map(|s| s.key)
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let modern = modern_transaction_names(ctx.server_version);
+        for key in keys.into_iter().filter(|k| !CHARSET_KEYS.contains(k)) {
+            let (mine, theirs) = (self.system_value(key), conn.system_value(key));
+            if mine == theirs {
+                continue;
+            }
+            let name = replay_name(mine.or(theirs), modern);
+            if key == OPTIMIZER_SWITCH && theirs.is_some() {
+                // Its assignments accumulate: start again from the connection default.
+                items.push(format!("{name}=DEFAULT"));
+                if let Some(mine) = mine {
+                    items.push(format!("{name}={}", mine.value));
+                }
+                continue;
+            }
+            items.push(match mine {
+                Some(mine) => format!("{name}={}", mine.value),
+                None => format!("{name}=DEFAULT"),
+            });
+        }
+        let mut names: Vec<&str> = self
+            .user
+            .iter()
+            .chain(&conn.user)
+            .map(|(n, _)| &**n)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            let mine = self.user(name);
+            if mine != conn.user(name) {
+                let name = name.replace('`', "``");
+                items.push(format!("@`{name}`={}", mine.unwrap_or("NULL")));
+            }
+        }
+        if !items.is_empty() {
+            out.push(format!("SET {}", items.join(", ")));
+        }
+        true
+    }
+}
+
+/// Sets or (value None) removes `name` in a Vec sorted by name.
+fn set_sorted(list: &mut Vec<(Box<str>, Box<str>)>, name: &str, value: Option<&str>) {
+    match (list.binary_search_by(|(n, _)| (**n).cmp(name)), value) {
+        (Ok(i), Some(v)) => {
+            if let Some(entry) = list.get_mut(i) {
+                entry.1 = v.into();
+            }
+        }
+        (Ok(i), None) => {
+            list.remove(i);
+        }
+        (Err(i), Some(v)) => list.insert(i, (name.into(), v.into())),
+        (Err(_), None) => {}
+    }
+}
+
+/// The name to replay a slot with: its own, or for the transaction slots the one this server
+/// knows.
+fn replay_name(slot: Option<&SystemValue>, modern: bool) -> &'static str {
+    match slot {
+        Some(s) if s.name.is_empty() => match (s.key, modern) {
+            ("transaction_isolation", false) => "tx_isolation",
+            ("transaction_read_only", false) => "tx_read_only",
+            (key, _) => key,
+        },
+        Some(s) => s.name,
+        None => "",
+    }
+}
+
+/// Whether the server knows `transaction_isolation` / `transaction_read_only` (MySQL 8.0 removed
+/// the `tx_*` names; MariaDB added the new ones in 11.1).
+fn modern_transaction_names(version: &str) -> bool {
+    let mariadb = version.to_ascii_lowercase().contains("mariadb");
+    // MariaDB's handshake may prefix its version with "5.5.5-" for old clients.
+    let version = if mariadb {
+        version.strip_prefix("5.5.5-").unwrap_or(version)
+    } else {
+        version
+    };
+    let mut parts = version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    if mariadb {
+        (major, minor) >= (11, 1)
+    } else {
+        major >= 8
+    }
+}

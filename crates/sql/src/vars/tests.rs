@@ -1,0 +1,323 @@
+//! Tests of [`SessionVars`]: applying, syncing, and the model property that replaying the sync
+//! statements on a connection gives it the client's state.
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::{parse_set, SetEffect};
+use proptest::prelude::*;
+
+const MARIADB: SyncContext<'static> = SyncContext {
+    handshake_collation: 45,
+    server_version: "10.11.6-MariaDB-1:10.11.6+maria~ubu2204",
+};
+
+fn assignments(q: &str) -> Vec<Assignment> {
+    match parse_set(q.as_bytes()) {
+        SetEffect::Tracked(a) => a,
+        other => panic!("{q}: {other:?}"),
+    }
+}
+
+fn state(statements: &[&str]) -> SessionVars {
+    let mut vars = SessionVars::default();
+    for q in statements {
+        vars.apply(&assignments(q));
+    }
+    vars
+}
+
+fn sync(client: &SessionVars, conn: &SessionVars, ctx: &SyncContext<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    assert!(client.sync_statements(conn, ctx, &mut out));
+    out
+}
+
+#[test]
+fn apply_and_read() {
+    let mut vars = state(&["SET autocommit=OFF, sql_mode='A'", "SET sql_mode='B'"]);
+    assert_eq!(vars.autocommit(), Some(false));
+    assert_eq!(vars.system("sql_mode"), Some("'B'"));
+    assert!(!vars.is_empty());
+    vars.apply(&assignments("SET autocommit=DEFAULT, @a=1"));
+    assert_eq!(vars.autocommit(), None);
+    vars.apply(&assignments("SET @a=NULL, sql_mode=DEFAULT"));
+    assert_eq!(vars.system("sql_mode"), Some("DEFAULT"));
+    assert_eq!(vars.system("autocommit"), None);
+    assert_eq!(state(&["SET @a=1", "SET @A=NULL"]), SessionVars::default());
+    assert!(SessionVars::default().is_empty());
+    assert_eq!(state(&["SET autocommit=1"]).autocommit(), Some(true));
+}
+
+#[test]
+fn one_slot_for_connection_charset_and_collation() {
+    let vars = state(&["SET collation_connection=utf8mb4_bin", "SET NAMES latin1"]);
+    assert_eq!(vars.system("collation_connection"), Some("latin1"));
+    let vars = state(&["SET NAMES latin1", "SET collation_connection=latin1_bin"]);
+    assert_eq!(vars.system("collation_connection"), Some("latin1_bin"));
+}
+
+#[test]
+fn equal_states_need_nothing() {
+    let a = state(&["SET NAMES latin1, sql_mode='', @a=1"]);
+    assert_eq!(sync(&a, &a.clone(), &MARIADB), Vec::<String>::new());
+    assert_eq!(
+        sync(&SessionVars::default(), &SessionVars::default(), &MARIADB),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn only_differences_in_one_statement() {
+    let client = state(&[
+        "SET sql_mode='', autocommit=0, time_zone='+00:00'",
+        "SET @a=1, @b='x'",
+    ]);
+    let conn = state(&["SET sql_mode='', time_zone='+01:00', @a=1"]);
+    assert_eq!(
+        sync(&client, &conn, &MARIADB),
+        vec!["SET autocommit=0, time_zone='+00:00', @`b`='x'"]
+    );
+}
+
+#[test]
+fn restores_defaults() {
+    let conn = state(&["SET sql_mode='X', wait_timeout=10, @w=1, @`q``x`=2"]);
+    assert_eq!(
+        sync(&SessionVars::default(), &conn, &MARIADB),
+        vec!["SET sql_mode=DEFAULT, wait_timeout=DEFAULT, @`q``x`=NULL, @`w`=NULL"]
+    );
+}
+
+#[test]
+fn charsets_go_back_to_the_handshake_collation() {
+    let conn = state(&["SET NAMES latin1"]);
+    assert_eq!(
+        sync(&SessionVars::default(), &conn, &MARIADB),
+        vec![
+            "SET character_set_client='utf8mb4', character_set_results='utf8mb4', \
+             collation_connection='utf8mb4_general_ci'"
+        ]
+    );
+    let conn = state(&["SET character_set_results=NULL"]);
+    assert_eq!(
+        sync(&SessionVars::default(), &conn, &MARIADB),
+        vec!["SET character_set_results='utf8mb4'"]
+    );
+}
+
+#[test]
+fn unknown_handshake_collation_fails_without_output() {
+    let ctx = SyncContext {
+        handshake_collation: 255,
+        server_version: "8.0.36",
+    };
+    let conn = state(&["SET NAMES latin1, sql_mode=''"]);
+    let mut out = vec!["kept".to_owned()];
+    assert!(!SessionVars::default().sync_statements(&conn, &ctx, &mut out));
+    assert_eq!(out, vec!["kept"]);
+    // Charsets the client set itself need no handshake lookup.
+    let client = state(&["SET NAMES utf8mb4"]);
+    assert!(client.sync_statements(&conn, &ctx, &mut out));
+}
+
+#[test]
+fn charsets_first_then_by_key_then_user_variables() {
+    let client =
+        state(&["SET @z=1, wait_timeout=5, NAMES 'latin1' COLLATE latin1_bin, autocommit=1"]);
+    assert_eq!(
+        sync(&client, &SessionVars::default(), &MARIADB),
+        vec![
+            "SET character_set_client='latin1', character_set_results='latin1', \
+             collation_connection=latin1_bin, autocommit=1, wait_timeout=5, @`z`=1"
+        ]
+    );
+    let client = state(&["SET CHARACTER SET cp1251"]);
+    assert_eq!(
+        sync(&client, &SessionVars::default(), &MARIADB),
+        vec![
+            "SET character_set_client=cp1251, character_set_results=cp1251, \
+             character_set_connection=@@character_set_database"
+        ]
+    );
+}
+
+#[test]
+fn transaction_names_follow_the_server_version() {
+    let client = state(&["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY"]);
+    let conn = SessionVars::default();
+    for (version, expected) in [
+        (
+            "10.11.6-MariaDB",
+            "SET tx_isolation='READ-COMMITTED', tx_read_only=1",
+        ),
+        (
+            "5.5.5-10.6.1-MariaDB-log",
+            "SET tx_isolation='READ-COMMITTED', tx_read_only=1",
+        ),
+        (
+            "11.4.2-MariaDB",
+            "SET transaction_isolation='READ-COMMITTED', transaction_read_only=1",
+        ),
+        (
+            "8.0.36",
+            "SET transaction_isolation='READ-COMMITTED', transaction_read_only=1",
+        ),
+        (
+            "5.7.44-log",
+            "SET tx_isolation='READ-COMMITTED', tx_read_only=1",
+        ),
+        ("", "SET tx_isolation='READ-COMMITTED', tx_read_only=1"),
+    ] {
+        let ctx = SyncContext {
+            handshake_collation: 45,
+            server_version: version,
+        };
+        assert_eq!(sync(&client, &conn, &ctx), vec![expected], "{version}");
+        assert_eq!(
+            sync(&conn, &client, &ctx),
+            vec![expected
+                .replace("'READ-COMMITTED'", "DEFAULT")
+                .replace("=1", "=DEFAULT")],
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn optimizer_switch_accumulates_and_replays_from_default() {
+    let client = state(&[
+        "SET optimizer_switch='mrr=off'",
+        "SET optimizer_switch='index_merge=off,mrr=on'",
+    ]);
+    assert_eq!(
+        client.system("optimizer_switch"),
+        Some("'index_merge=off,mrr=on'")
+    );
+    let conn = state(&["SET optimizer_switch='derived_merge=off'"]);
+    assert_eq!(
+        sync(&client, &conn, &MARIADB),
+        vec!["SET optimizer_switch=DEFAULT, optimizer_switch='index_merge=off,mrr=on'"]
+    );
+    assert_eq!(
+        sync(&client, &SessionVars::default(), &MARIADB),
+        vec!["SET optimizer_switch='index_merge=off,mrr=on'"]
+    );
+    assert_eq!(
+        sync(&SessionVars::default(), &conn, &MARIADB),
+        vec!["SET optimizer_switch=DEFAULT"]
+    );
+    assert_eq!(
+        state(&[
+            "SET optimizer_switch='mrr=off'",
+            "SET optimizer_switch=DEFAULT"
+        ]),
+        SessionVars::default()
+    );
+}
+
+/// Assignments that combine in one SET statement.
+const ITEMS: &[&str] = &[
+    "sql_mode=''",
+    "sql_mode='TRADITIONAL'",
+    "SESSION sql_mode = \"ANSI_QUOTES\"",
+    "@@sql_mode=DEFAULT",
+    "sql_mode=traditional",
+    "autocommit=0",
+    "autocommit=ON",
+    "@@session.autocommit=DEFAULT",
+    "time_zone='+00:00'",
+    "time_zone=SYSTEM",
+    "LOCAL time_zone=DEFAULT",
+    "character_set_client=latin1",
+    "character_set_results=NULL",
+    "character_set_client=DEFAULT",
+    "collation_connection=utf8mb4_bin",
+    "character_set_connection='latin1'",
+    "character_set_connection=@@character_set_database",
+    "NAMES utf8mb4",
+    "NAMES 'latin1' COLLATE latin1_bin",
+    "CHARACTER SET cp1251",
+    "CHARSET utf8mb4",
+    "tx_isolation='READ-COMMITTED'",
+    "transaction_isolation=DEFAULT",
+    "transaction_read_only=1",
+    "tx_read_only=OFF",
+    "sql_select_limit=10",
+    "sql_select_limit=DEFAULT",
+    "max_execution_time=+1000",
+    "long_query_time=.5",
+    "optimizer_switch='mrr=off'",
+    "optimizer_switch='index_merge=off,mrr=on'",
+    "optimizer_switch='default,mrr=off'",
+    "optimizer_switch=DEFAULT",
+    "optimizer_switch=''",
+    "SESSION sql_notes=0",
+    "@a=1",
+    "@A='x'",
+    "@b=NULL",
+    "@`c``d`=0x41",
+    "@'e f'=-2.5e3",
+    "@a=_utf8mb4'it''s'",
+    "@b=TRUE",
+];
+
+/// Statements that stand alone.
+const STATEMENTS: &[&str] = &[
+    "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY",
+    "SET LOCAL TRANSACTION READ WRITE",
+    "SET GLOBAL TRANSACTION READ ONLY",
+    "SET PASSWORD = 'x'",
+    "SET GLOBAL max_connections=10, sql_mode='', @@session.sql_notes=1, SESSION wait_timeout=3",
+    "/* c */ set names latin1 ;",
+];
+
+fn statement() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => proptest::collection::vec(proptest::sample::select(ITEMS), 1..4)
+            .prop_map(|items| format!("SET {}", items.join(", "))),
+        1 => proptest::sample::select(STATEMENTS).prop_map(String::from),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn replaying_the_sync_gives_the_clients_state(
+        client_statements in proptest::collection::vec(statement(), 0..10),
+        conn_statements in proptest::collection::vec(statement(), 0..10),
+        mysql in any::<bool>(),
+    ) {
+        let ctx = SyncContext {
+            handshake_collation: 45,
+            server_version: if mysql { "8.0.36" } else { "10.11.6-MariaDB" },
+        };
+        let mut client = SessionVars::default();
+        for q in &client_statements {
+            client.apply(&assignments(q));
+        }
+        let mut conn = SessionVars::default();
+        for q in &conn_statements {
+            conn.apply(&assignments(q));
+        }
+        prop_assert!(sync(&client, &client.clone(), &ctx).is_empty());
+        let replay = sync(&client, &conn, &ctx);
+        prop_assert!(replay.len() <= 1);
+        for q in &replay {
+            conn.apply(&assignments(q));
+        }
+        for mine in &client.system {
+            prop_assert_eq!(conn.system_value(mine.key), Some(mine), "{:?}", replay);
+        }
+        for theirs in &conn.system {
+            if client.system_value(theirs.key).is_none() {
+                let restored = match theirs.key {
+                    "character_set_client" | "character_set_results" => "'utf8mb4'",
+                    "collation_connection" => "'utf8mb4_general_ci'",
+                    _ => "DEFAULT",
+                };
+                prop_assert_eq!(&*theirs.value, restored, "{:?} {:?}", theirs, replay);
+            }
+        }
+        prop_assert_eq!(&conn.user, &client.user, "{:?}", replay);
+    }
+}
