@@ -139,6 +139,8 @@ pub struct ServerState {
     slot_debt: AtomicU32,
     /// The max_connections the slots were sized for.
     slots_for: AtomicU32,
+    /// Statements queued for a slot right now.
+    waiting: AtomicU32,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -166,6 +168,7 @@ impl ServerState {
             slots: tokio::sync::Semaphore::new(max as usize),
             slot_debt: AtomicU32::new(0),
             slots_for: AtomicU32::new(max),
+            waiting: AtomicU32::new(0),
         }
     }
 
@@ -277,10 +280,24 @@ impl ServerState {
 
     /// Waits in line for a slot.
     pub(crate) async fn reserve_wait(&self) {
+        struct Queued<'a>(&'a AtomicU32);
+        impl Drop for Queued<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let _queued = Queued(&self.waiting);
         if let Ok(p) = self.slots.acquire().await {
             p.forget();
             self.took_slot();
         }
+    }
+
+    /// Whether statements are queued for a connection to this server: sessions then give up
+    /// connections they keep only by affinity.
+    pub fn has_waiters(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
     }
 
     /// Gives back a slot taken by [`ServerState::reserve`] (the connection was returned or

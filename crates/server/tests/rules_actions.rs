@@ -9,43 +9,20 @@
 #![allow(clippy::unwrap_used)]
 mod common;
 
-use common::{opts_for, topo, weir_bin};
+use common::admin::{admin, start, value};
+use common::{opts_for, topo};
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use weir_testkit::{free_port, require_binary, weir_config, WeirProcess, WEIR_PASS, WEIR_USER};
-
-/// A weir in front of the shared topology with its admin interface on a free port.
-fn start(extra_vars: &str) -> WeirProcess {
-    let cfg = weir_config(topo(), free_port(), free_port(), extra_vars);
-    WeirProcess::spawn(&weir_bin(), &cfg).unwrap_or_else(|e| panic!("weir did not start: {e}"))
-}
-
-/// Runs `sql` as admin on `w`'s admin port with the mariadb CLI; returns its batch output.
-fn admin(w: &WeirProcess, sql: &str) -> String {
-    let out = Command::new(require_binary("mariadb"))
-        .args(["-h", "127.0.0.1", "-P", &w.admin_port.to_string()])
-        .args(["-u", "admin", "-padmin", "--protocol=TCP", "--ssl=0"])
-        .args(["--batch", "--raw", "--skip-column-names", "-e", sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "admin statement failed: {sql}\n{}\nweir:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        w.stderr_tail(20)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use weir_testkit::{require_binary, WeirProcess, WEIR_PASS, WEIR_USER};
 
 /// A stats_mysql_global counter.
 fn global(w: &WeirProcess, name: &str) -> u64 {
-    admin(
+    value(
         w,
         &format!("SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = '{name}'"),
     )
-    .trim()
     .parse()
     .unwrap_or_else(|e| panic!("{name}: {e}"))
 }

@@ -100,7 +100,9 @@ impl Session {
         // warnings) is read there, wherever the rules route the query, while the session
         // still keeps that connection (mysql-auto_increment_delay_multiplex, the statement
         // right after SQL_CALC_FOUND_ROWS or warnings).
-        if (scan.reads_last_insert_id || scan.reads_previous_result) && self.keep_for > 0 {
+        if (scan.reads_last_insert_id || scan.reads_previous_result)
+            && (self.keep_for > 0 || self.hold_next)
+        {
             if let Some(b) = &self.backend {
                 decision.destination_hostgroup = Some(b.server().spec().hostgroup);
             }
@@ -383,9 +385,10 @@ impl Session {
         } else {
             self.keep_for = self.keep_for.saturating_sub(1);
         }
-        // SQL_CALC_FOUND_ROWS, SET TRANSACTION, and warnings (SHOW WARNINGS must find them):
-        // the next statement runs on this connection too.
-        if hold_next || outcome.warnings > 0 {
+        // SQL_CALC_FOUND_ROWS and SET TRANSACTION: the next statement runs on this
+        // connection; after warnings it does too if it can (SHOW WARNINGS must find them).
+        self.hold_next = hold_next;
+        if outcome.warnings > 0 {
             self.keep_for = self.keep_for.max(1);
         }
         self.release();

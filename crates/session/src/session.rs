@@ -33,8 +33,12 @@ pub struct Session {
     pub(crate) backend: Option<PooledConn>,
     /// Reasons (weir_sql::Pin bits) that keep `backend` with this session until it ends.
     pub(crate) pins: u32,
-    /// Statements left during which the connection stays after an auto-increment insert.
+    /// Statements left during which the connection stays by affinity (after an auto-increment
+    /// insert, or a statement with warnings) unless other statements wait for a connection.
     pub(crate) keep_for: u32,
+    /// The next statement must run on the held connection (after SQL_CALC_FOUND_ROWS, or SET
+    /// TRANSACTION for the next transaction).
+    pub(crate) hold_next: bool,
     /// The session variables the client set, replayed on whichever connection it gets.
     pub(crate) vars: weir_sql::SessionVars,
     /// Locks and named statements the client holds on its connection.
@@ -188,6 +192,7 @@ pub async fn serve(shared: Arc<Shared>, stream: Stream) {
         backend: None,
         pins: 0,
         keep_for: 0,
+        hold_next: false,
         vars: weir_sql::SessionVars::default(),
         held: crate::state::Held::default(),
         effects: crate::state::Effects::default(),
@@ -491,17 +496,20 @@ impl Session {
     }
 
     /// Returns the held connection to the pool unless something ties it to the session.
-    /// Soft affinities (mysql-auto_increment_delay_multiplex, mysql-multiplexing=false,
+    /// Affinities (mysql-auto_increment_delay_multiplex, warnings, mysql-multiplexing=false,
     /// mysql-connection_delay_multiplex_ms) hold nothing weir could not restore elsewhere, so
-    /// they never keep a connection to a draining server.
+    /// they give way when the server is draining or other statements wait for a connection:
+    /// with fewer connections than clients, a session that inserts in every transaction would
+    /// otherwise keep its connection for ever and starve the others.
     pub(crate) fn release(&mut self) {
         self.hold_until = None;
         let Some(b) = &self.backend else { return };
         let in_trans = b.conn_ref().in_transaction();
-        if self.pins != 0 || in_trans {
+        if self.pins != 0 || in_trans || self.hold_next {
             return;
         }
-        if !b.server().draining() {
+        let server = b.server();
+        if !server.draining() && !server.has_waiters() {
             if self.keep_for > 0 {
                 return;
             }
@@ -515,6 +523,7 @@ impl Session {
                 return;
             }
         }
+        self.keep_for = 0;
         self.give_back();
     }
 

@@ -67,6 +67,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         backend: None,
         pins: 0,
         keep_for: 0,
+        hold_next: false,
         vars: weir_sql::SessionVars::default(),
         held: crate::state::Held::default(),
         effects: crate::state::Effects::default(),

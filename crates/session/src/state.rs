@@ -146,6 +146,7 @@ impl Session {
         self.last_insert_id = 0;
         self.pins = 0;
         self.keep_for = 0;
+        self.hold_next = false;
         self.hold_until = None;
         self.prepared.clear();
     }

@@ -279,6 +279,9 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     }
                 } else if w.eq_ignore_ascii_case(b"GET_LOCK") {
                     out.pin.0 |= Pin::USER_LOCK;
+                } else if w.eq_ignore_ascii_case(b"IDENTITY") {
+                    // @@identity is LAST_INSERT_ID() (a column of that name costs a no-op sync).
+                    out.reads_last_insert_id = true;
                 }
             }
             _ => i += 1,
@@ -446,6 +449,8 @@ mod tests {
         assert!(!scan(b"SELECT FOUND_ROWS()").pin.any());
         assert!(scan(b"SELECT FOUND_ROWS()").reads_previous_result);
         assert!(scan(b"show warnings").reads_previous_result);
+        assert!(scan(b"select @@identity").reads_last_insert_id);
+        assert!(scan(b"select @@last_insert_id").reads_last_insert_id);
         assert!(!scan(b"show tables").reads_previous_result);
         assert!(scan(b"unlock tables").unlock_tables);
         assert_eq!(

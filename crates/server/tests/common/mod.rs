@@ -5,6 +5,7 @@
 use mysql_async::{Conn, Opts, OptsBuilder};
 use std::path::PathBuf;
 use std::sync::OnceLock;
+pub mod admin;
 pub mod raw;
 use weir_testkit::{free_port, weir_config, Topology, WeirProcess, WEIR_PASS, WEIR_USER};
 
