@@ -18,6 +18,9 @@
 #                             weirrN (e.g. weirr1000): a weir with N query rules loaded that
 #                             match none of the workload (seed 004's shape: every query is
 #                             checked against all of them)
+#                             weirmN (e.g. weirm64): a weir whose primary takes at most N
+#                             backend connections (mysql_servers.max_connections)
+#   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the target "weir"; 1 measured best
 #                             here (2 cores, like haproxy's nbthread 1): see RESULTS.md
 #   BENCH_WEIR_PORT, BENCH_WEIR_ADMIN_PORT, BENCH_HAPROXY_PORT [free ports picked at random]
@@ -52,8 +55,10 @@ COMMAND_LINE=${COMMAND_LINE% }
 # A scenario NAME is a function `scenario_NAME TARGET PORT MODE` (MODE: warmup or run) that prints
 # "VALUE QUERIES" on its last line of stdout; its metadata sits in the arrays below. UNIT is qps
 # (higher is better) or s (lower is better). GOAL, optional: "A/B <= X" or "A/B >= X" on medians.
-SCENARIOS=(point_select_8 slap_c1 rules_point_select_8)
-declare -A DESC UNIT GOAL NEEDS
+SCENARIOS=(point_select_8 slap_c1 rules_point_select_8 multiplex_2000 connect_trx_8 idle_10000)
+# ONLY[s]: the targets a scenario runs on (default: all). GOAL may also be "TARGET <= X" (an
+# absolute value). A scenario may append "- ..." note lines to $WORK/notes.
+declare -A DESC UNIT GOAL NEEDS ONLY
 DESC[point_select_8]="sysbench oltp_point_select, text protocol (--db-ps-mode=disable), 8 threads, ${BENCH_TIME} s per run, 1 table of ${TABLE_SIZE} rows"
 UNIT[point_select_8]=qps
 GOAL[point_select_8]="weir/haproxy >= 0.8"
@@ -65,6 +70,20 @@ NEEDS[rules_point_select_8]=sysbench_tables
 DESC[slap_c1]="mysqlslap --query=\"SELECT 1111\" --concurrency=1 --number-of-queries=${SLAP_QUERIES} --iterations=1 (seconds per run)"
 UNIT[slap_c1]=s
 GOAL[slap_c1]="weir/direct <= 1.5"
+
+DESC[multiplex_2000]="sysbench oltp_point_select, text protocol (autocommit point selects), 2000 threads, ${BENCH_TIME} s per run: weir whose primary takes at most 64 backend connections (target weirm64) against at most 2000 (weirm2000); the most connections each weir had open to the primary is sampled with ss every 0.1 s; run with BENCH_TARGETS=\"weirm64 weirm2000\""
+UNIT[multiplex_2000]=qps
+GOAL[multiplex_2000]="weirm64/weirm2000 >= 0.9"
+NEEDS[multiplex_2000]=sysbench_tables
+ONLY[multiplex_2000]="weirm64 weirm2000"
+DESC[connect_trx_8]="sysbench bench/connect_per_trx.lua: connect, one point select, disconnect; 8 threads, ${BENCH_TIME} s per run (qps = connections per second)"
+UNIT[connect_trx_8]=qps
+GOAL[connect_trx_8]="weir/direct >= 1.2"
+NEEDS[connect_trx_8]=sysbench_tables
+DESC[idle_10000]="bench/idle_clients.py: ${BENCH_IDLE_CLIENTS:-10000} client connections logged in through weir and left idle; weir's RSS growth per connection (VmRSS with them minus before), KiB"
+UNIT[idle_10000]=KiB
+GOAL[idle_10000]="weir <= 10"
+ONLY[idle_10000]="weir"
 
 sysbench_args() {
     printf '%s\n' --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$1" \
@@ -95,6 +114,72 @@ scenario_point_select_8() {
 }
 
 scenario_rules_point_select_8() { scenario_point_select_8 "$@"; }
+
+# sample_backend_conns PID FILE: every 0.1 s while PID lives, its TCP connections to the primary.
+sample_backend_conns() {
+    : >"$2"
+    while kill -0 "$1" 2>/dev/null; do
+        ss -Htnp state established "( dport = :$PRIMARY_PORT )" 2>/dev/null |
+            grep -c "pid=$1," >>"$2" || true
+        sleep 0.1
+    done
+}
+
+scenario_multiplex_2000() {
+    local t=$1 port=$2 secs=$BENCH_TIME pid=${PID[$1]:-} sampler out peak max
+    [ "$3" = warmup ] && secs=$WARMUP
+    sample_backend_conns "$pid" "$WORK/conns-$t" &
+    sampler=$!
+    out=$(run_sysbench oltp_point_select 2000 "$port" "$secs" --db-ps-mode=disable) || {
+        kill "$sampler" 2>/dev/null
+        return 1
+    }
+    kill "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null || true
+    peak=$(sort -n "$WORK/conns-$t" | tail -n 1)
+    [ "$3" = warmup ] || echo "- multiplex_2000: $t had at most ${peak:-?} connections open to the primary" >>"$WORK/notes"
+    max=${t#weirm}
+    if [[ $t == weirm* ]] && [ "${peak:-0}" -gt "$max" ]; then
+        echo "$t had $peak connections to the primary, over its max_connections $max" >&2
+        return 1
+    fi
+    printf '%s\n' "$out"
+}
+
+scenario_connect_trx_8() {
+    local secs=$BENCH_TIME
+    [ "$3" = warmup ] && secs=$WARMUP
+    run_sysbench "$WEIR_ROOT/bench/connect_per_trx.lua" 8 "$2" "$secs"
+}
+
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+
+scenario_idle_10000() {
+    local t=$1 port=$2 n=${BENCH_IDLE_CLIENTS:-10000} pid=${PID[$1]:-} before after py hold i=0
+    [ "$3" = warmup ] && n=$((n / 10))
+    [ -n "$pid" ] || return 1
+    before=$(rss_kib "$pid")
+    rm -f "$WORK/idle.in" && mkfifo "$WORK/idle.in"
+    python3 "$WEIR_ROOT/bench/idle_clients.py" 127.0.0.1 "$port" "$WEIR_USER" "$WEIR_PASS" "$n" \
+        <"$WORK/idle.in" >"$WORK/idle.out" 2>&1 &
+    py=$!
+    exec {hold}>"$WORK/idle.in"
+    until grep -q '^ready' "$WORK/idle.out"; do
+        if ! kill -0 "$py" 2>/dev/null || [ $i -gt 1200 ]; then
+            exec {hold}>&-
+            cat "$WORK/idle.out" >&2
+            return 1
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    sleep 1
+    after=$(rss_kib "$pid")
+    exec {hold}>&-
+    wait "$py" || true
+    [ "$3" = warmup ] || echo "- idle_10000: $t VmRSS $before KiB before, $after KiB with $n idle clients" >>"$WORK/notes"
+    awk -v a="$after" -v b="$before" -v n="$n" 'BEGIN { printf "%.2f %d\n", (a - b) / n, n }'
+}
 
 scenario_slap_c1() {
     local n=$SLAP_QUERIES out
@@ -170,6 +255,14 @@ start_targets() {
             start_weir_target weir "$WEIR_PORT" "$WEIR_ADMIN_PORT" "$WEIR_THREADS"
             ;;
         weir[1-9] | weir[1-9][0-9]) start_weir_target "$t" "$(free_port)" "$(free_port)" "${t#weir}" ;;
+        weirm[0-9]*)
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            mariadb --protocol=tcp -h127.0.0.1 -P"$admin_port" -uadmin -padmin -e \
+                "UPDATE mysql_servers SET max_connections = ${t#weirm} WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME" ||
+                die "could not set max_connections of $t"
+            ;;
         weirr[0-9]*)
             local admin_port
             admin_port=$(free_port)
@@ -239,7 +332,15 @@ cleanup() {
 # --- Statistics ----------------------------------------------------------------------------------
 median() { sort -g | awk 'NF { v[++n] = $1 } END { if (n == 0) exit 1;
     if (n % 2) print v[(n + 1) / 2]; else print (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
-fmt_value() { if [ "$2" = qps ]; then printf '%.0f qps' "$1"; else printf '%.3f s' "$1"; fi; }
+fmt_value() {
+    case $2 in
+    qps) printf '%.0f qps' "$1" ;;
+    KiB) printf '%.2f KiB' "$1" ;;
+    *) printf '%.3f s' "$1" ;;
+    esac
+}
+# runs_on SCENARIO TARGET: whether the scenario runs on that target.
+runs_on() { [ -z "${ONLY[$1]:-}" ] || [[ " ${ONLY[$1]} " == *" $2 "* ]]; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 # --- Main ----------------------------------------------------------------------------------------
@@ -297,12 +398,14 @@ for s in "${RUN_SCENARIOS[@]}"; do
     say "$s: ${DESC[$s]}"
     declare -A VALUES=() CPU=() QUERIES=()
     for t in "${TARGETS[@]}"; do
+        runs_on "$s" "$t" || continue
         "scenario_$s" "$t" "${PORT[$t]}" warmup >/dev/null ||
             warn "$s: warm-up through $t failed"
         VALUES[$t]="" CPU[$t]=0 QUERIES[$t]=0
     done
     for ((round = 1; round <= ROUNDS; round++)); do
         for t in "${TARGETS[@]}"; do
+            runs_on "$s" "$t" || continue
             pid=${PID[$t]:-}
             if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
                 FAILURES+=("$s round $round: $t is not running (it died earlier)")
@@ -326,6 +429,11 @@ for s in "${RUN_SCENARIOS[@]}"; do
     declare -A MED=()
     row="| $s |"
     for t in "${TARGETS[@]}"; do
+        if ! runs_on "$s" "$t"; then
+            MED[$t]=""
+            row+=" - |"
+            continue
+        fi
         # shellcheck disable=SC2086 # one value per word
         if MED[$t]=$(printf '%s\n' ${VALUES[$t]} | median); then
             row+=" $(fmt_value "${MED[$t]}" "${UNIT[$s]}") |"
@@ -349,8 +457,13 @@ for s in "${RUN_SCENARIOS[@]}"; do
     if [ -n "$goal" ]; then
         read -r pair op limit <<<"$goal"
         a=${pair%/*} b=${pair#*/}
-        if [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
+        if [[ $pair != */* ]] && [ -n "${MED[$a]:-}" ]; then
+            r=${MED[$a]}
+            b=$a
+        elif [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
             r=$(ratio "${MED[$a]}" "${MED[$b]}")
+        fi
+        if [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
             if awk -v r="$r" -v l="$limit" -v op="$op" 'BEGIN { exit !(op == ">=" ? r >= l : r <= l) }'; then
                 verdict="$goal: met ($r)"
             else
@@ -392,6 +505,7 @@ for t in "${!WEIR_THREADS_OF[@]}"; do
     fi
 done
 
+[ ! -f "$WORK/notes" ] || NOTES+=$(cat "$WORK/notes")$'\n'
 printf '\n%s\n%s' "$TABLE" "$NOTES"
 for f in "${FAILURES[@]}"; do printf 'FAILURE: %s\n' "$f"; done
 printf '%s' "$LOGS"

@@ -134,6 +134,17 @@ async fn seed_003_scenarios_behave_like_proxysql() {
          SELECT COUNT(*) FROM weirtest.seed3 FOR UPDATE",
     );
     assert_eq!(locked, vec![vec!["100".to_string()]]);
+
+    // A characteristic set for the next transaction only does not reach the next client.
+    mariadb(&w, &[], "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE");
+    let (out, _) = mariadb(
+        &w,
+        &[],
+        "START TRANSACTION WITH CONSISTENT SNAPSHOT; \
+         SELECT trx_isolation_level FROM information_schema.innodb_trx \
+         WHERE trx_mysql_thread_id = CONNECTION_ID(); COMMIT",
+    );
+    assert!(out.contains("REPEATABLE READ"), "{out}");
     assert!(pool_use(&w).1 <= 1);
 }
 

@@ -61,6 +61,11 @@ pub enum ClientError {
     TooLarge(usize),
 }
 
+/// Smallest read from a client: commands are small; 10,000 idle clients cost 10,000 of these.
+const READ_MIN: usize = 2048;
+/// Largest single read of a big packet.
+const READ_MAX: usize = 1 << 20;
+
 /// One client connection.
 pub struct ClientConn {
     /// The socket.
@@ -90,8 +95,8 @@ impl ClientConn {
             local_host,
             local_port,
             stream,
-            rbuf: BytesMut::with_capacity(16 * 1024),
-            wbuf: BytesMut::with_capacity(1024),
+            rbuf: BytesMut::with_capacity(READ_MIN),
+            wbuf: BytesMut::with_capacity(256),
             caps: 0,
             host,
             port,
@@ -117,8 +122,16 @@ impl ClientConn {
                 Ok(Framed::Incomplete) => {}
                 Err(n) => return Err(ClientError::TooLarge(n)),
             }
-            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
-                self.rbuf.reserve(64 * 1024);
+            // Room for the rest of the packet being read (known from its header), at least
+            // READ_MIN: an idle client costs a small buffer, a big packet one allocation.
+            let want = match weir_wire::PacketHeader::parse(&self.rbuf) {
+                Some(h) => (4 + h.len)
+                    .saturating_sub(self.rbuf.len())
+                    .clamp(READ_MIN, READ_MAX),
+                None => READ_MIN,
+            };
+            if self.rbuf.capacity() - self.rbuf.len() < want {
+                self.rbuf.reserve(want);
             }
             if self.stream.read_buf(&mut self.rbuf).await? == 0 {
                 return Err(ClientError::Closed);

@@ -377,9 +377,10 @@ impl Session {
     /// Gives back or closes the held backend connection when the client leaves.
     async fn finish(&mut self) {
         if let Some(b) = self.backend.take() {
-            // A connection with state weir does not follow, or an open transaction, never goes
-            // back to the pool: closing it makes the server roll back and forget everything.
-            if self.pins != 0 || b.conn_ref().in_transaction() {
+            // A connection with state weir does not follow, an open transaction, or a
+            // characteristic set for the next transaction, never goes back to the pool:
+            // closing it makes the server roll back and forget everything.
+            if self.pins != 0 || self.hold_next || b.conn_ref().in_transaction() {
                 b.close().await;
             } else {
                 self.shared.pool.checkin(b, true);
@@ -551,6 +552,7 @@ impl Session {
     /// Whether the session holds state on its backend that would be lost with the connection.
     pub(crate) fn tied(&self) -> bool {
         self.pins != 0
+            || self.hold_next
             || self
                 .backend
                 .as_ref()

@@ -92,7 +92,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     VarSpec::int("free_connections_pct", "10", 0, 100, "Share of max_connections kept as idle connections per server."),
     VarSpec::int("connpoll_reset_queue_length", "50", 0, 1000, "Connections queued for reset before extra ones are closed instead."),
     VarSpec::int("reset_connection_algorithm", "2", 1, 2, "How a connection is reset before reuse (compatibility)."),
-    VarSpec::int("max_stmts_per_connection", "20", 1, 1024, "Prepared statements on a backend connection after which it is reset at checkin."),
+    VarSpec::int("max_stmts_per_connection", "20", 1, 1024, "Prepared statements a backend connection keeps; the least recently used is closed on the server when another comes."),
     VarSpec::int("max_stmts_cache", "10000", 128, I32_MAX, "Prepared statements kept in the global cache."),
     VarSpec::int("ping_interval_server_msec", "120000", 0, WEEK_MS, "Idle pooled connections are pinged this often, in ms; 0 = never."),
     VarSpec::int("ping_timeout_server", "500", 10, 600_000, "Timeout of a ping of a pooled connection, in ms."),
