@@ -20,6 +20,7 @@
 #                             checked against all of them)
 #                             weirmN (e.g. weirm64): a weir whose primary takes at most N
 #                             backend connections (mysql_servers.max_connections)
+#                             weirs: a weir that reaches the primary through its Unix socket
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the target "weir"; 1 measured best
 #                             here (2 cores, like haproxy's nbthread 1): see RESULTS.md
@@ -158,6 +159,9 @@ scenario_idle_10000() {
     local t=$1 port=$2 n=${BENCH_IDLE_CLIENTS:-10000} pid=${PID[$1]:-} before after py hold i=0
     [ "$3" = warmup ] && n=$((n / 10))
     [ -n "$pid" ] || return 1
+    # mysql-max_connections (default 2048) would refuse most of them.
+    mariadb --protocol=tcp -h127.0.0.1 -P"${ADMIN[$t]}" -uadmin -padmin -e \
+        "SET mysql-max_connections = $((n + 1000)); LOAD MYSQL VARIABLES TO RUNTIME" >&2 || return 1
     before=$(rss_kib "$pid")
     rm -f "$WORK/idle.in" && mkfifo "$WORK/idle.in"
     python3 "$WEIR_ROOT/bench/idle_clients.py" 127.0.0.1 "$port" "$WEIR_USER" "$WEIR_PASS" "$n" \
@@ -205,7 +209,7 @@ prepare_sysbench_tables() {
 
 # --- Targets -------------------------------------------------------------------------------------
 # A target has a port (target_port) and, for a proxy, a process whose CPU time is measured.
-declare -A PORT PID
+declare -A PORT PID ADMIN
 WEIR_PID=
 WEIR_PIDS=()
 HAPROXY_PID=
@@ -255,6 +259,15 @@ start_targets() {
             start_weir_target weir "$WEIR_PORT" "$WEIR_ADMIN_PORT" "$WEIR_THREADS"
             ;;
         weir[1-9] | weir[1-9][0-9]) start_weir_target "$t" "$(free_port)" "$(free_port)" "${t#weir}" ;;
+        weirs)
+            # The primary through its Unix socket (a proxy on the database host).
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            mariadb --protocol=tcp -h127.0.0.1 -P"$admin_port" -uadmin -padmin -e \
+                "UPDATE mysql_servers SET hostname = '$PRIMARY_SOCKET', port = 0 WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME" ||
+                die "could not point $t at the primary's socket"
+            ;;
         weirm[0-9]*)
             local admin_port
             admin_port=$(free_port)
@@ -279,7 +292,7 @@ start_weir_target() {
     write_weir_config "$WORK/$1.toml" "$2" "$3" "$4"
     start_weir "$WORK/$1.toml" "$WORK/$1-data" "$WORK/$1.log" "$2"
     WEIR_PIDS+=("$WEIR_PID")
-    PORT[$1]=$2 PID[$1]=$WEIR_PID
+    PORT[$1]=$2 PID[$1]=$WEIR_PID ADMIN[$1]=$3
     WEIR_THREADS_OF[$1]=$4
 }
 declare -A WEIR_THREADS_OF
@@ -380,6 +393,8 @@ fi
 mariadb --protocol=tcp -h127.0.0.1 -P"$PRIMARY_PORT" -u"$WEIR_USER" -p"$WEIR_PASS" \
     -Nse 'SELECT 1' >/dev/null || die "the primary on port $PRIMARY_PORT does not answer"
 start_targets
+# The primary's mariadbd, whose CPU time per query is noted too (a proxy shifts work off it).
+PRIMARY_PID=$(ss -Hltnp "( sport = :$PRIMARY_PORT )" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2 || true)
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE_START=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -396,12 +411,12 @@ for s in "${RUN_SCENARIOS[@]}"; do
         PREPARED[$need]=1
     fi
     say "$s: ${DESC[$s]}"
-    declare -A VALUES=() CPU=() QUERIES=()
+    declare -A VALUES=() CPU=() QUERIES=() PCPU=()
     for t in "${TARGETS[@]}"; do
         runs_on "$s" "$t" || continue
         "scenario_$s" "$t" "${PORT[$t]}" warmup >/dev/null ||
             warn "$s: warm-up through $t failed"
-        VALUES[$t]="" CPU[$t]=0 QUERIES[$t]=0
+        VALUES[$t]="" CPU[$t]=0 QUERIES[$t]=0 PCPU[$t]=0
     done
     for ((round = 1; round <= ROUNDS; round++)); do
         for t in "${TARGETS[@]}"; do
@@ -413,11 +428,14 @@ for s in "${RUN_SCENARIOS[@]}"; do
             fi
             before=0
             [ -n "$pid" ] && before=$(cpu_ticks "$pid")
+            pbefore=0
+            [ -z "$PRIMARY_PID" ] || pbefore=$(cpu_ticks "$PRIMARY_PID")
             if result=$("scenario_$s" "$t" "${PORT[$t]}" run 2>"$WORK/err"); then
                 read -r value queries <<<"$(tail -n 1 <<<"$result")"
                 VALUES[$t]+="$value "
                 QUERIES[$t]=$((QUERIES[$t] + queries))
                 if [ -n "$pid" ]; then CPU[$t]=$((CPU[$t] + $(cpu_ticks "$pid") - before)); fi
+                [ -z "$PRIMARY_PID" ] || PCPU[$t]=$((PCPU[$t] + $(cpu_ticks "$PRIMARY_PID") - pbefore))
                 printf '  round %d  %-8s %s\n' "$round" "$t" "$(fmt_value "$value" "${UNIT[$s]}")"
             else
                 FAILURES+=("$s round $round: $t failed: $(tail -n 3 "$WORK/err" | tr '\n' ' ')")
@@ -477,11 +495,16 @@ for s in "${RUN_SCENARIOS[@]}"; do
     TABLE+="$row"$'\n'
     ticks_per_s=$(getconf CLK_TCK)
     for t in "${TARGETS[@]}"; do
-        if [ -z "${PID[$t]:-}" ] || [ "${QUERIES[$t]}" -eq 0 ]; then continue; fi
+        if [ -n "$PRIMARY_PID" ] && [ "${QUERIES[$t]:-0}" -gt 0 ]; then
+            NOTES+="- $s: primary mariadbd CPU time under $t $(awk -v c="${PCPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" \
+                'BEGIN { printf "%.2f µs/query", c / hz / q * 1e6 }')"$'\n'
+        fi
+        if [ -z "${PID[$t]:-}" ] || [ "${QUERIES[$t]:-0}" -eq 0 ]; then continue; fi
         NOTES+="- $s: $t CPU time $(awk -v c="${CPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" \
             'BEGIN { printf "%.2f µs/query (%.2f s over %d queries)", c / hz / q * 1e6, c / hz, q }')"$'\n'
     done
     for t in "${TARGETS[@]}"; do
+        runs_on "$s" "$t" || continue
         NOTES+="- $s: $t runs: ${VALUES[$t]:-none}"$'\n'
     done
 done

@@ -349,59 +349,70 @@ impl Pool {
         let mut attempts = 0u32;
         let mut last_err: Option<BackendError> = None;
         loop {
-            // Registered before looking, so a change between the look and the wait is not lost.
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let server = match self.pick(hostgroup, true) {
-                Some(server) => {
-                    if !server.reserve() {
-                        // Lost the race for the last free slot: look again.
-                        continue;
-                    }
-                    server
-                }
-                None => match self.pick(hostgroup, false) {
+            // The common case first: a free slot, nothing to register for.
+            let free = match self.pick(hostgroup, true) {
+                Some(server) if server.reserve() => Some(server),
+                // Lost the race for the last free slot: look again.
+                Some(_) => continue,
+                None => None,
+            };
+            let server = if let Some(server) = free {
+                server
+            } else {
+                // Registered before looking again, so a change between the look and the wait is
+                // not lost.
+                let notified = self.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                match self.pick(hostgroup, true) {
                     Some(server) => {
-                        // Every slot is taken: queue for one on a server chosen by weight,
-                        // until a slot frees up, a status changes, or the deadline.
-                        tokio::select! {
-                            () = server.reserve_wait() => {}
-                            _ = notified => continue,
-                            _ = tokio::time::sleep_until(deadline.into()) => {
-                                return Err(PoolError::NoServer {
-                                    hostgroup,
-                                    waited_ms: started.elapsed().as_millis(),
-                                });
-                            }
-                        }
-                        if !server.usable() {
-                            server.release_slot();
+                        if !server.reserve() {
                             continue;
                         }
                         server
                     }
-                    None => {
-                        let now = Instant::now();
-                        if now >= deadline {
-                            return Err(match last_err {
-                                Some(last) => PoolError::ConnectFailed { hostgroup, last },
-                                None => PoolError::NoServer {
-                                    hostgroup,
-                                    waited_ms: started.elapsed().as_millis(),
-                                },
-                            });
+                    None => match self.pick(hostgroup, false) {
+                        Some(server) => {
+                            // Every slot is taken: queue for one on a server chosen by weight,
+                            // until a slot frees up, a status changes, or the deadline.
+                            tokio::select! {
+                                () = server.reserve_wait() => {}
+                                _ = notified => continue,
+                                _ = tokio::time::sleep_until(deadline.into()) => {
+                                    return Err(PoolError::NoServer {
+                                        hostgroup,
+                                        waited_ms: started.elapsed().as_millis(),
+                                    });
+                                }
+                            }
+                            if !server.usable() {
+                                server.release_slot();
+                                continue;
+                            }
+                            server
                         }
-                        // Woken by status changes; the short cap covers servers whose shun
-                        // period simply runs out.
-                        let wait = (deadline - now).min(Duration::from_millis(100));
-                        tokio::select! {
-                            _ = notified => {}
-                            _ = tokio::time::sleep(wait) => {}
+                        None => {
+                            let now = Instant::now();
+                            if now >= deadline {
+                                return Err(match last_err {
+                                    Some(last) => PoolError::ConnectFailed { hostgroup, last },
+                                    None => PoolError::NoServer {
+                                        hostgroup,
+                                        waited_ms: started.elapsed().as_millis(),
+                                    },
+                                });
+                            }
+                            // Woken by status changes; the short cap covers servers whose shun
+                            // period simply runs out.
+                            let wait = (deadline - now).min(Duration::from_millis(100));
+                            tokio::select! {
+                                _ = notified => {}
+                                _ = tokio::time::sleep(wait) => {}
+                            }
+                            continue;
                         }
-                        continue;
-                    }
-                },
+                    },
+                }
             };
             let idle = if reuse {
                 server.take_idle(&login.key)

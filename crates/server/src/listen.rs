@@ -118,25 +118,35 @@ pub async fn accept_loop(
     stop: CancellationToken,
     paused: Arc<AtomicBool>,
 ) {
+    // Clients connect to the listener's own address unless it is bound to a wildcard: then
+    // only the socket can tell (rules' proxy_addr), at one system call per connection.
+    let local = match &l {
+        AsyncListener::Tcp(t) => t.local_addr().ok().filter(|a| !a.ip().is_unspecified()),
+        AsyncListener::Unix(_) => None,
+    };
     loop {
         let accepted = match &l {
             AsyncListener::Tcp(t) => tokio::select! {
                 _ = stop.cancelled() => break,
-                r = t.accept() => r.map(|(s, _)| {
+                r = t.accept() => r.map(|(s, peer)| {
                     let _ = s.set_nodelay(true);
-                    Stream::Tcp(s)
+                    (Stream::Tcp(s), Some(peer))
                 }),
             },
             AsyncListener::Unix(u) => tokio::select! {
                 _ = stop.cancelled() => break,
-                r = u.accept() => r.map(|(s, _)| Stream::Unix(s)),
+                r = u.accept() => r.map(|(s, _)| (Stream::Unix(s), None)),
             },
         };
         match accepted {
-            Ok(stream) if paused.load(Ordering::Relaxed) => {
+            Ok((stream, _)) if paused.load(Ordering::Relaxed) => {
                 tracker.spawn(refuse_paused(stream));
             }
-            Ok(stream) => {
+            Ok((stream, Some(peer))) => {
+                let shared = shared.clone();
+                tracker.spawn(weir_session::serve_tcp(shared, stream, peer, local));
+            }
+            Ok((stream, None)) => {
                 let shared = shared.clone();
                 tracker.spawn(weir_session::serve(shared, stream));
             }

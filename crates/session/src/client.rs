@@ -88,9 +88,25 @@ pub struct ClientConn {
 impl ClientConn {
     /// Wraps an accepted socket.
     pub fn new(stream: Stream) -> ClientConn {
-        let host = stream.peer_host();
-        let port = stream.peer_port();
-        let (local_host, local_port) = stream.local_addr();
+        Self::with_addrs(stream, None, None)
+    }
+
+    /// Wraps an accepted socket whose peer address (from accept) and local address (the
+    /// listener's, when bound to a specific IP) are known, saving the system calls that would
+    /// ask the kernel again.
+    pub fn with_addrs(
+        stream: Stream,
+        peer: Option<std::net::SocketAddr>,
+        local: Option<std::net::SocketAddr>,
+    ) -> ClientConn {
+        let (host, port) = match peer {
+            Some(a) => (a.ip().to_string(), a.port()),
+            None => (stream.peer_host(), stream.peer_port()),
+        };
+        let (local_host, local_port) = match local {
+            Some(a) => (a.ip().to_string(), a.port()),
+            None => stream.local_addr(),
+        };
         ClientConn {
             local_host,
             local_port,

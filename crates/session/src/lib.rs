@@ -21,7 +21,7 @@ mod stats;
 pub mod stmt;
 
 pub use registry::{Registry, SessionHandle};
-pub use session::serve;
+pub use session::{serve, serve_tcp};
 pub use snapshot::{stats_snapshot, stats_snapshot_reset};
 pub use stats::GlobalStats;
 

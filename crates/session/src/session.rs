@@ -105,7 +105,20 @@ pub(crate) enum Flow {
 
 /// Serves one accepted client connection until it ends.
 pub async fn serve(shared: Arc<Shared>, stream: Stream) {
-    let mut client = ClientConn::new(stream);
+    serve_client(shared, ClientConn::new(stream)).await
+}
+
+/// As [`serve`], for a TCP connection whose peer and local addresses the listener knows.
+pub async fn serve_tcp(
+    shared: Arc<Shared>,
+    stream: Stream,
+    peer: std::net::SocketAddr,
+    local: Option<std::net::SocketAddr>,
+) {
+    serve_client(shared, ClientConn::with_addrs(stream, Some(peer), local)).await
+}
+
+async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     GlobalStats::inc(&shared.stats.client_connections_created);
     let runtime = shared.runtime.load_full();
     let registration = shared

@@ -16,10 +16,12 @@ pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
 /// caching_sha2_password "fast auth success" byte, sent in an auth-more-data packet.
 pub const SHA2_FAST_AUTH_SUCCESS: u8 = 0x03;
 
-/// A fresh random scramble of 20 printable-safe bytes (no NUL, no '$'), from the OS RNG.
+/// A fresh random scramble of 20 printable-safe bytes (no NUL, no '$'), from the thread's
+/// cryptographically secure generator (seeded and periodically reseeded from the OS: no
+/// system call per connection).
 pub fn new_scramble() -> [u8; 20] {
     let mut s = [0u8; 20];
-    rand::rngs::OsRng.fill_bytes(&mut s);
+    rand::thread_rng().fill_bytes(&mut s);
     for b in &mut s {
         // Clients treat the scramble as a C string in places: keep it in 1..=127 and away from NUL.
         *b = (*b & 0x7f).max(1);
