@@ -81,7 +81,7 @@ DESC[connect_trx_8]="sysbench bench/connect_per_trx.lua: connect, one point sele
 UNIT[connect_trx_8]=qps
 GOAL[connect_trx_8]="weir/direct >= 1.2"
 NEEDS[connect_trx_8]=sysbench_tables
-DESC[idle_10000]="bench/idle_clients.py: ${BENCH_IDLE_CLIENTS:-10000} client connections logged in through weir and left idle; weir's RSS growth per connection (VmRSS with them minus before), KiB"
+DESC[idle_10000]="bench/idle_clients.py: ${BENCH_IDLE_CLIENTS:-10000} client connections logged in through weir and left idle; weir's RSS growth per connection (VmRSS with them minus VmRSS before any client connected), KiB"
 UNIT[idle_10000]=KiB
 GOAL[idle_10000]="weir <= 10"
 ONLY[idle_10000]="weir"
@@ -162,7 +162,10 @@ scenario_idle_10000() {
     # mysql-max_connections (default 2048) would refuse most of them.
     mariadb --protocol=tcp -h127.0.0.1 -P"${ADMIN[$t]}" -uadmin -padmin -e \
         "SET mysql-max_connections = $((n + 1000)); LOAD MYSQL VARIABLES TO RUNTIME" >&2 || return 1
-    before=$(rss_kib "$pid")
+    # Freed memory stays with the allocator: every round compares with the RSS before any
+    # idle client ever connected (taken at the warm-up).
+    [ -f "$WORK/idle.base" ] || rss_kib "$pid" >"$WORK/idle.base"
+    before=$(cat "$WORK/idle.base")
     rm -f "$WORK/idle.in" && mkfifo "$WORK/idle.in"
     python3 "$WEIR_ROOT/bench/idle_clients.py" 127.0.0.1 "$port" "$WEIR_USER" "$WEIR_PASS" "$n" \
         <"$WORK/idle.in" >"$WORK/idle.out" 2>&1 &

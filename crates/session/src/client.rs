@@ -62,7 +62,7 @@ pub enum ClientError {
 }
 
 /// Smallest read from a client: commands are small; 10,000 idle clients cost 10,000 of these.
-const READ_MIN: usize = 2048;
+const READ_MIN: usize = 1024;
 /// Largest single read of a big packet.
 const READ_MAX: usize = 1 << 20;
 
