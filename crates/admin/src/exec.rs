@@ -686,7 +686,7 @@ impl Admin {
                 store.write_module(Target::Runtime, m, &tables)?;
             }
         }
-        if !lower.contains("stats_") {
+        if !lower.contains("stats_") && !lower.contains("_log") {
             return Ok(());
         }
         let reset = StatsReset {

@@ -4,7 +4,7 @@
 use crate::store::{Store, StoreError};
 use rusqlite::types::Value;
 use weir_config::{ConfigTables, ServerStatus};
-use weir_stats::Snapshot;
+use weir_stats::{MonitorCheck, Snapshot};
 
 fn int(n: impl Into<i64>) -> Value {
     Value::Integer(n.into())
@@ -18,9 +18,41 @@ fn text(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
 
-/// Refills every stats table named in `lower_sql` (lower-cased statement text).
+/// Refills every stats and monitor log table named in `lower_sql` (lower-cased statement text).
 pub(crate) fn fill(store: &Store, lower_sql: &str, snap: &Snapshot) -> Result<(), StoreError> {
     let wants = |t: &str| lower_sql.contains(t);
+    for (table, check) in [
+        ("mysql_server_connect_log", MonitorCheck::Connect),
+        ("mysql_server_ping_log", MonitorCheck::Ping),
+        ("mysql_server_read_only_log", MonitorCheck::ReadOnly),
+        (
+            "mysql_server_replication_lag_log",
+            MonitorCheck::ReplicationLag,
+        ),
+    ] {
+        if !wants(table) {
+            continue;
+        }
+        let rows: Vec<Vec<Value>> = snap
+            .monitor
+            .iter()
+            .filter(|r| r.check == check)
+            .map(|r| {
+                let mut row = vec![
+                    text(r.hostname.as_str()),
+                    int(r.port),
+                    uint(r.time_start_us),
+                    uint(r.success_time_us),
+                ];
+                if matches!(check, MonitorCheck::ReadOnly | MonitorCheck::ReplicationLag) {
+                    row.push(r.value.map_or(Value::Null, Value::Integer));
+                }
+                row.push(r.error.clone().map_or(Value::Null, Value::Text));
+                row
+            })
+            .collect();
+        store.replace_rows(&format!("monitor.{table}"), &rows)?;
+    }
     if wants("stats_mysql_global") {
         let rows: Vec<Vec<Value>> = snap
             .global

@@ -134,6 +134,26 @@ pub struct BackendConn {
     pub vars: weir_sql::SessionVars,
 }
 
+/// A result set read as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextRows {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows; `None` is SQL NULL.
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+impl TextRows {
+    /// The value of column `name` (case-insensitive) in the first row.
+    pub fn first(&self, name: &str) -> Option<&str> {
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))?;
+        self.rows.first()?.get(i)?.as_deref()
+    }
+}
+
 /// What the server said about a statement it prepared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreparedInfo {
@@ -399,6 +419,63 @@ impl BackendConn {
         }
         self.stream.write_all(&out).await?;
         Ok(())
+    }
+
+    /// Runs a text statement and returns its first result set as text: the column names and
+    /// the rows (`None` for SQL NULL). For weir's own small queries (the monitor's checks).
+    pub async fn query_rows(&mut self, sql: &str) -> Result<TextRows, BackendError> {
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(com::QUERY);
+        payload.extend_from_slice(sql.as_bytes());
+        self.send_raw_payload(0, &payload).await?;
+        let mut tracker = ReplyTracker::new(Expect::ResultSets);
+        let mut out = TextRows::default();
+        let mut error = None;
+        // Only the first result set is kept; later ones (multi-results) are read and dropped.
+        let mut sets = 0u32;
+        loop {
+            let h = self.buffer_packet().await?;
+            let body = &self.rbuf[4..4 + h.len];
+            let role = tracker.feed(h.len, &body[..body.len().min(CLASSIFY_BYTES)])?;
+            match role {
+                Role::ColumnCount(_) => sets += 1,
+                Role::Definition if sets == 1 => {
+                    let mut r = weir_wire::io::Reader::new(body);
+                    for what in ["catalog", "schema", "table", "org_table"] {
+                        r.lenenc_bytes(what)?;
+                    }
+                    let name = r.lenenc_bytes("name")?;
+                    out.columns.push(String::from_utf8_lossy(name).into_owned());
+                }
+                Role::Row if sets == 1 => {
+                    let mut r = weir_wire::io::Reader::new(body);
+                    let mut row = Vec::with_capacity(out.columns.len());
+                    for _ in 0..out.columns.len() {
+                        if r.remaining().first() == Some(&0xfb) {
+                            r.take(1, "NULL")?;
+                            row.push(None);
+                        } else {
+                            let v = r.lenenc_bytes("value")?;
+                            row.push(Some(String::from_utf8_lossy(v).into_owned()));
+                        }
+                    }
+                    out.rows.push(row);
+                }
+                Role::Ok(ok) => self.status = ok.status,
+                Role::EndOfRows { status, .. } => self.status = status,
+                Role::Err => error = Some(ErrInfo::parse(body)?),
+                _ => {}
+            }
+            bytes::Buf::advance(&mut self.rbuf, 4 + h.len);
+            if tracker.is_done() {
+                break;
+            }
+        }
+        self.last_used = Instant::now();
+        match error {
+            Some(e) => Err(BackendError::Server(e)),
+            None => Ok(out),
+        }
     }
 
     /// Runs a text statement, discarding its result.

@@ -8,7 +8,7 @@ pub mod net;
 mod stmts;
 
 pub use conn::{
-    BackendConn, ConnectParams, Credential, Endpoint, PreparedInfo, BACKEND_BASE_CAPS,
+    BackendConn, ConnectParams, Credential, Endpoint, PreparedInfo, TextRows, BACKEND_BASE_CAPS,
     CORRECTNESS_CAPS,
 };
 pub use net::Stream;

@@ -11,7 +11,9 @@ mod server;
 mod tests;
 pub mod worker;
 
-pub use server::{ServerSnapshot, ServerSpec, ServerState, ServerStats, ServerStatus};
+pub use server::{
+    clock_ms, ServerSnapshot, ServerSpec, ServerState, ServerStats, ServerStatus, Shun,
+};
 
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
@@ -55,6 +57,10 @@ pub struct PoolSettings {
     pub free_connections_pct: u32,
     /// Idle connections older than this are pinged before reuse (mysql-ping_interval_server_msec).
     pub ping_interval: Duration,
+    /// Connect errors within one second that shun a server (mysql-shun_on_failures; 0 = never).
+    pub shun_on_failures: u32,
+    /// How long such a server stays shunned (mysql-shun_recovery_time_sec).
+    pub shun_recovery_time: Duration,
 }
 
 impl Default for PoolSettings {
@@ -65,6 +71,8 @@ impl Default for PoolSettings {
             connect_retries: 10,
             free_connections_pct: 10,
             ping_interval: Duration::from_millis(120_000),
+            shun_on_failures: 5,
+            shun_recovery_time: Duration::from_secs(10),
         }
     }
 }
@@ -458,6 +466,7 @@ impl Pool {
                 }
                 Err(e) => {
                     server.release_slot();
+                    server.connect_failed(settings.shun_on_failures, settings.shun_recovery_time);
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");

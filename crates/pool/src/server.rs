@@ -65,6 +65,8 @@ pub struct ServerSpec {
     pub weight: u32,
     /// Most connections weir opens to it in this hostgroup.
     pub max_connections: u32,
+    /// Seconds of replication lag over which the monitor shuns it; 0 = not checked.
+    pub max_replication_lag: u32,
 }
 
 /// Counters shown in stats_mysql_connection_pool.
@@ -86,6 +88,8 @@ pub struct ServerStats {
     pub bytes_sent: AtomicU64,
     /// Bytes received from the server.
     pub bytes_recv: AtomicU64,
+    /// Last ping time the monitor measured, µs.
+    pub latency_us: AtomicU64,
 }
 
 /// A point-in-time copy of a server's state.
@@ -111,6 +115,8 @@ pub struct ServerSnapshot {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_recv: u64,
+    /// Last ping time the monitor measured, µs.
+    pub latency_us: u64,
 }
 
 struct Idle {
@@ -141,6 +147,30 @@ pub struct ServerState {
     slots_for: AtomicU32,
     /// Statements queued for a slot right now.
     waiting: AtomicU32,
+    /// Why the monitor or the traffic took the server out ([`Shun`] bits), on top of its
+    /// configured status, which they never change.
+    shunned: AtomicU8,
+    /// Until when (ms on [`clock_ms`]) connect errors keep it shunned.
+    errors_shun_until: AtomicU64,
+    /// Connect errors in the current one-second window: (window start ms, count).
+    recent_errors: Mutex<(u64, u32)>,
+}
+
+/// Reasons a server is SHUNNED by weir rather than by its configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shun;
+
+impl Shun {
+    /// Replication lag over max_replication_lag.
+    pub const LAG: u8 = 1;
+    /// mysql-monitor_ping_max_failures pings in a row failed.
+    pub const PING: u8 = 2;
+}
+
+/// Milliseconds since weir started, for deadlines kept in atomics.
+pub fn clock_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
 impl std::fmt::Debug for ServerState {
@@ -169,6 +199,9 @@ impl ServerState {
             slot_debt: AtomicU32::new(0),
             slots_for: AtomicU32::new(max),
             waiting: AtomicU32::new(0),
+            shunned: AtomicU8::new(0),
+            errors_shun_until: AtomicU64::new(0),
+            recent_errors: Mutex::new((0, 0)),
         }
     }
 
@@ -187,12 +220,77 @@ impl ServerState {
         &self.endpoint
     }
 
-    /// Runtime status.
+    /// Runtime status: the configured one, SHUNNED while weir keeps an ONLINE server out
+    /// (lag, failed pings, connect errors), OFFLINE_SOFT once removed from the configuration.
     pub fn status(&self) -> ServerStatus {
         if self.retired.load(Ordering::Relaxed) {
             return ServerStatus::OfflineSoft;
         }
+        let configured = ServerStatus::from_u8(self.status.load(Ordering::Relaxed));
+        if configured == ServerStatus::Online && self.is_shunned() {
+            return ServerStatus::Shunned;
+        }
+        configured
+    }
+
+    /// The configured status, whatever weir derived on top of it.
+    pub fn configured_status(&self) -> ServerStatus {
         ServerStatus::from_u8(self.status.load(Ordering::Relaxed))
+    }
+
+    fn is_shunned(&self) -> bool {
+        self.shunned.load(Ordering::Relaxed) != 0 || {
+            let until = self.errors_shun_until.load(Ordering::Relaxed);
+            until != 0 && clock_ms() < until
+        }
+    }
+
+    /// Takes the server out for `reason` ([`Shun`]) until [`ServerState::unshun`]; a server
+    /// that cannot be reached (PING) also loses its idle connections, and sessions drop the
+    /// ones they hold at their next statement.
+    pub fn shun(&self, reason: u8) {
+        let before = self.shunned.fetch_or(reason, Ordering::AcqRel);
+        if before & reason == 0 {
+            tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), "server SHUNNED");
+            self.clear_idle();
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Ends the shun for `reason`.
+    pub fn unshun(&self, reason: u8) {
+        let before = self.shunned.fetch_and(!reason, Ordering::AcqRel);
+        if before & reason != 0 {
+            tracing::info!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), "server back ONLINE");
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Why weir keeps the server out ([`Shun`] bits; 0 = not).
+    pub fn shun_reasons(&self) -> u8 {
+        self.shunned.load(Ordering::Relaxed)
+    }
+
+    /// Counts a failed connect; `limit` of them within one second shun the server for
+    /// `recovery` (mysql-shun_on_failures, mysql-shun_recovery_time_sec).
+    pub(crate) fn connect_failed(&self, limit: u32, recovery: std::time::Duration) {
+        if limit == 0 {
+            return;
+        }
+        let now = clock_ms();
+        let mut w = self.recent_errors.lock();
+        if now.saturating_sub(w.0) >= 1000 {
+            *w = (now, 0);
+        }
+        w.1 += 1;
+        if w.1 >= limit {
+            w.1 = 0;
+            let until = now + recovery.as_millis() as u64;
+            self.errors_shun_until
+                .store(until.max(1), Ordering::Relaxed);
+            tracing::warn!(server = %self.endpoint, errors = limit, "server SHUNNED after connect errors");
+            self.clear_idle();
+        }
     }
 
     /// Changes the runtime status; OFFLINE_HARD closes idle connections at once.
@@ -217,9 +315,11 @@ impl ServerState {
         self.clear_idle();
     }
 
-    /// Whether sessions holding a connection to it must let go at once (OFFLINE_HARD).
+    /// Whether sessions holding a connection to it must let go at once (OFFLINE_HARD, or
+    /// shunned because it stopped answering pings).
     pub fn must_close(&self) -> bool {
         self.status() == ServerStatus::OfflineHard
+            || self.shunned.load(Ordering::Relaxed) & Shun::PING != 0
     }
 
     /// Whether sessions should let go at the next statement boundary where nothing pins them.
@@ -357,7 +457,7 @@ impl ServerState {
         self.stats.conn_free.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn clear_idle(&self) {
+    pub(crate) fn clear_idle(&self) {
         for shard in self.idle.iter() {
             let mut idle = shard.lock();
             let n = idle.len();
@@ -383,6 +483,7 @@ impl ServerState {
             queries: st.queries.swap(0, Ordering::Relaxed),
             bytes_sent: st.bytes_sent.swap(0, Ordering::Relaxed),
             bytes_recv: st.bytes_recv.swap(0, Ordering::Relaxed),
+            latency_us: st.latency_us.load(Ordering::Relaxed),
         }
     }
 
@@ -400,6 +501,15 @@ impl ServerState {
             queries: st.queries.load(Ordering::Relaxed),
             bytes_sent: st.bytes_sent.load(Ordering::Relaxed),
             bytes_recv: st.bytes_recv.load(Ordering::Relaxed),
+            latency_us: st.latency_us.load(Ordering::Relaxed),
         }
+    }
+}
+
+fn shun_name(reason: u8) -> &'static str {
+    match reason {
+        Shun::LAG => "replication lag",
+        Shun::PING => "ping failures",
+        _ => "monitor",
     }
 }

@@ -9,6 +9,7 @@ fn spec(hg: u32, host: &str, port: u16, status: ServerStatus) -> ServerSpec {
         status,
         weight: 1,
         max_connections: 10,
+        max_replication_lag: 0,
     }
 }
 

@@ -19,6 +19,8 @@ pub struct ProxyControl {
     pub paused: Arc<AtomicBool>,
     /// Cancelled by PROXYSQL SHUTDOWN; the main thread waits on it next to the signals.
     pub shutdown: CancellationToken,
+    /// read_only as the monitor saw it: moves servers between replication hostgroups.
+    pub read_only: Arc<weir_monitor::ReadOnlyMap>,
 }
 
 impl Control for ProxyControl {
@@ -39,7 +41,8 @@ impl Control for ProxyControl {
         // Settings and servers first: a session that loads the new snapshot must find the
         // servers it names.
         self.pool.set_settings(pool_settings(&runtime));
-        self.pool.apply_servers(&server_specs(&runtime));
+        self.pool
+            .apply_servers(&server_specs(&runtime, &self.read_only));
         self.shared
             .digests
             .set_max_entries(runtime.mysql.query_digests_max_entries as usize);

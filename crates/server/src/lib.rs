@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use weir_config::Runtime;
-use weir_pool::{Pool, PoolSettings, ServerSpec, ServerStatus};
+use weir_pool::{Pool, PoolSettings, ServerSpec};
 use weir_session::Shared;
 
 /// How the process was started.
@@ -59,27 +59,15 @@ pub fn pool_settings(rt: &Runtime) -> PoolSettings {
         connect_retries: m.connect_retries_on_failure,
         free_connections_pct: m.free_connections_pct,
         ping_interval: m.ping_interval_server,
+        shun_on_failures: m.shun_on_failures,
+        shun_recovery_time: m.shun_recovery_time,
     }
 }
 
-/// Server specs for the pool from the configured servers.
-pub fn server_specs(rt: &Runtime) -> Vec<ServerSpec> {
-    rt.servers
-        .iter()
-        .map(|s| ServerSpec {
-            hostgroup: s.hostgroup_id,
-            hostname: s.hostname.clone(),
-            port: s.port,
-            status: match s.status {
-                weir_config::ServerStatus::Online => ServerStatus::Online,
-                weir_config::ServerStatus::Shunned => ServerStatus::Shunned,
-                weir_config::ServerStatus::OfflineSoft => ServerStatus::OfflineSoft,
-                weir_config::ServerStatus::OfflineHard => ServerStatus::OfflineHard,
-            },
-            weight: s.weight,
-            max_connections: s.max_connections,
-        })
-        .collect()
+/// Server specs for the pool: the configured servers, moved between replication hostgroups
+/// by the read_only the monitor saw.
+pub fn server_specs(rt: &Runtime, read_only: &weir_monitor::ReadOnlyMap) -> Vec<ServerSpec> {
+    weir_monitor::server_specs(rt, &read_only.snapshot())
 }
 
 /// Runs weir in the foreground until SIGINT or SIGTERM.
@@ -112,7 +100,8 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     let threads = runtime.mysql.threads.max(1);
     weir_pool::worker::set_count(threads);
     let pool = Arc::new(Pool::new(pool_settings(&runtime)));
-    pool.apply_servers(&server_specs(&runtime));
+    let read_only = Arc::new(weir_monitor::ReadOnlyMap::default());
+    pool.apply_servers(&server_specs(&runtime, &read_only));
     let shared = Shared::new(runtime.clone(), pool.clone());
     let rules = control::compile_rules(&runtime).map_err(|problems| {
         StartError::Store(format!(
@@ -129,6 +118,7 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         pool: pool.clone(),
         paused: paused.clone(),
         shutdown: shutdown_requested.clone(),
+        read_only: read_only.clone(),
     });
     let admin = Arc::new(weir_admin::Admin::new(store, control, opts.config.clone()));
     // The handlers are in place before any port accepts: a SIGTERM that arrives as soon as
@@ -191,6 +181,34 @@ pub fn run(opts: Options) -> Result<(), StartError> {
                 source: e,
             })?
     };
+    let monitor_thread = {
+        let source: weir_monitor::RuntimeSource = {
+            let shared = shared.clone();
+            Arc::new(move || shared.runtime.load_full())
+        };
+        let monitor = Arc::new(weir_monitor::Monitor::new(
+            pool.clone(),
+            source,
+            shared.monitor_log.clone(),
+            read_only.clone(),
+        ));
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("weir-monitor".into())
+            .spawn(move || {
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt.block_on(monitor.run(stop)),
+                    Err(e) => tracing::error!(error = %e, "cannot start the monitor"),
+                }
+            })
+            .map_err(|e| StartError::Io {
+                context: "cannot start the monitor thread".into(),
+                source: e,
+            })?
+    };
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         threads,
@@ -218,6 +236,9 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     }
     if admin_thread.join().is_err() {
         tracing::error!("the admin thread panicked");
+    }
+    if monitor_thread.join().is_err() {
+        tracing::error!("the monitor thread panicked");
     }
     // Retiring every server closes the idle backend connections.
     pool.apply_servers(&[]);

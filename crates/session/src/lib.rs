@@ -55,6 +55,8 @@ pub struct Shared {
     pub digests: weir_stats::DigestStats,
     /// Prepared statements of every session, shared across backend connections.
     pub statements: stmt::StmtRegistry,
+    /// The monitor's check results (the `monitor` schema's log tables).
+    pub monitor_log: Arc<weir_stats::MonitorLog>,
     /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
     /// weir can log in to backends as them.
     learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
@@ -76,6 +78,7 @@ impl Shared {
             rules: ArcSwap::from_pointee(weir_rules::CompiledRules::empty()),
             digests: weir_stats::DigestStats::new(weir_pool::worker::count(), max_digests),
             statements: stmt::StmtRegistry::default(),
+            monitor_log: Arc::new(weir_stats::MonitorLog::new()),
             learned_stage1: Mutex::new(HashMap::new()),
         })
     }

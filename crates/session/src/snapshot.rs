@@ -50,6 +50,7 @@ fn build(shared: &Shared, reset_pool: bool, reset_errors: bool, reset_digests: b
         shared.errors.snapshot()
     };
     Snapshot {
+        monitor: shared.monitor_log.all(),
         global: global_rows(shared, &servers, sessions.len() as u64, &gauges),
         processlist,
         commands: shared.commands.snapshot(),
@@ -140,7 +141,7 @@ fn pool_row(s: &ServerSnapshot) -> PoolRow {
         queries: s.queries,
         bytes_sent: s.bytes_sent,
         bytes_recv: s.bytes_recv,
-        latency_us: 0,
+        latency_us: s.latency_us,
     }
 }
 

@@ -31,6 +31,7 @@ fn shared() -> Arc<Shared> {
         status,
         weight: 1,
         max_connections: 10,
+        max_replication_lag: 0,
     };
     pool.apply_servers(&[
         spec(0, "db-a", 3306, ServerStatus::Online),

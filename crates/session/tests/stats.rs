@@ -36,6 +36,7 @@ async fn start() -> (Arc<Shared>, u16) {
         status: ServerStatus::Online,
         weight: 1,
         max_connections: 100,
+        max_replication_lag: 0,
     }]);
     let shared = Shared::new(runtime, pool);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -132,7 +132,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
     let finish =
         |out: &mut QueryScan, words: &[&[u8]; 4], nwords: usize, for_update: bool, text: &[u8]| {
             if nwords == 0 {
-                return;
+                return None;
             }
             out.statements += 1;
             let (kind, pin) = classify(words, nwords);
@@ -169,7 +169,18 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 out.unlock_tables = true;
             }
             out.pin.0 |= pin;
+            Some(kind)
         };
+    // A USE among several statements, and a CALL given user variables (OUT parameters are
+    // assigned inside the procedure): state weir cannot follow.
+    let mut saw_use = false;
+    let mut stmt_user_var = false;
+    let mut after_statement = |out: &mut QueryScan, kind: Option<StatementKind>, user_var: bool| {
+        saw_use |= kind == Some(StatementKind::Use);
+        if kind == Some(StatementKind::Call) && user_var {
+            out.pin.0 |= Pin::USER_VARIABLE;
+        }
+    };
     while i < n {
         let b = q[i];
         match b {
@@ -225,6 +236,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     // Reading a user variable is fine (weir replays the ones set by SET);
                     // assigning one anywhere but in SET is not followed.
                     i = skip_user_variable(q, i + 1);
+                    stmt_user_var = true;
                     let mut j = i;
                     while j < n && q[j].is_ascii_whitespace() {
                         j += 1;
@@ -236,7 +248,9 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 after_into = false;
             }
             b';' => {
-                finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
+                let kind = finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
+                after_statement(&mut out, kind, stmt_user_var);
+                stmt_user_var = false;
                 nwords = 0;
                 after_for = false;
                 after_into = false;
@@ -288,13 +302,17 @@ pub fn scan(q: &[u8]) -> QueryScan {
         }
     }
     let end = n.min(q.len());
-    finish(
+    let kind = finish(
         &mut out,
         &words,
         nwords,
         for_update,
         &q[stmt_start.min(end)..end],
     );
+    after_statement(&mut out, kind, stmt_user_var);
+    if saw_use && out.statements > 1 {
+        out.pin.0 |= Pin::UNTRACKED;
+    }
     out
 }
 
@@ -439,6 +457,10 @@ mod tests {
         assert!(scan(b"select @`a b`:=id from t").pin.0 & Pin::USER_VARIABLE != 0);
         assert!(scan(b"select id into @a from t").pin.0 & Pin::USER_VARIABLE != 0);
         assert!(!scan(b"select @a = 1, @b from t").pin.any());
+        assert!(scan(b"CALL p(1, @out)").pin.0 & Pin::USER_VARIABLE != 0);
+        assert!(!scan(b"CALL p(1, 2)").pin.any());
+        assert!(scan(b"USE db2; SELECT 1").pin.0 & Pin::UNTRACKED != 0);
+        assert!(!scan(b"USE db2").pin.any());
         assert!(!scan(b"select @@version").pin.any());
         assert!(!scan(b"insert into t values ('a@b.c')").pin.any());
         assert!(scan(b"SELECT GET_LOCK('x', 1)").pin.0 & Pin::USER_LOCK != 0);

@@ -10,12 +10,14 @@
 mod commands;
 mod digests;
 mod errors;
+mod monitor;
 mod shard;
 mod snapshot;
 
 pub use commands::{CommandCounters, BUCKET_BOUNDS_US, BUCKET_NAMES};
 pub use digests::{DigestKey, DigestStats, DEFAULT_MAX_DIGEST_ENTRIES};
 pub use errors::{ErrorKey, ErrorLog, MAX_ERROR_ENTRIES};
+pub use monitor::{MonitorCheck, MonitorLog, MonitorRow, MAX_MONITOR_ROWS};
 pub use snapshot::{
     CommandRow, DigestRow, ErrorRow, PoolRow, ProcessRow, RuleRow, Snapshot, UserRow,
 };

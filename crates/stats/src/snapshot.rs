@@ -20,6 +20,8 @@ pub struct Snapshot {
     pub digests: Vec<DigestRow>,
     /// `stats_mysql_query_rules`: one row per runtime query rule.
     pub rules: Vec<RuleRow>,
+    /// The `monitor` schema's log tables, all checks together.
+    pub monitor: Vec<crate::MonitorRow>,
 }
 
 /// A row of `stats_mysql_processlist`.

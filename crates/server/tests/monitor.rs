@@ -1,0 +1,256 @@
+//! The monitor end to end against the test kit's primary and two replicas: its log tables,
+//! replication-lag shunning (a replica delayed with MASTER_DELAY), and servers moving between
+//! the writer and reader hostgroups when read_only flips.
+//!
+//! The tests change the shared topology's replication and read_only, so they take turns.
+#![allow(clippy::unwrap_used)]
+mod common;
+
+use common::admin::{admin, start, table, Row};
+use common::{opts_for, topo};
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+use std::time::{Duration, Instant};
+use weir_testkit::{WeirProcess, WEIR_PASS, WEIR_USER};
+
+/// One test at a time: they reconfigure the shared servers.
+async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::OnceLock<tokio::sync::Mutex<()>> = std::sync::OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
+        .lock()
+        .await
+}
+
+/// A weir with the monitor on and short intervals; the writer is not also a reader, so that
+/// hostgroup 1 holds the replicas only.
+fn start_monitored() -> WeirProcess {
+    start(
+        "monitor_enabled = true\n\
+         monitor_writer_is_also_reader = false\n\
+         monitor_username = \"monitor\"\n\
+         monitor_password = \"monitor\"\n\
+         monitor_connect_interval = 500\n\
+         monitor_ping_interval = 200\n\
+         monitor_read_only_interval = 200\n\
+         monitor_replication_lag_interval = 200\n\
+         monitor_replication_lag_count = 1",
+    )
+}
+
+async fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn pool_rows(w: &WeirProcess) -> Vec<Row> {
+    table(
+        w,
+        "SELECT hostgroup, srv_port, status FROM stats_mysql_connection_pool ORDER BY hostgroup, srv_port",
+    )
+}
+
+fn status_of(w: &WeirProcess, hostgroup: u32, port: u16) -> Option<String> {
+    pool_rows(w)
+        .into_iter()
+        .find(|r| r["hostgroup"] == hostgroup.to_string() && r["srv_port"] == port.to_string())
+        .map(|r| r["status"].clone())
+}
+
+/// Waits until hostgroup 0 holds `writer` and not `other`.
+async fn writer_becomes(w: &WeirProcess, writer: u16, other: u16) {
+    wait_for(
+        &format!("port {writer} alone in the writer hostgroup"),
+        Duration::from_secs(5),
+        || status_of(w, 0, writer).as_deref() == Some("ONLINE") && status_of(w, 0, other).is_none(),
+    )
+    .await;
+}
+
+async fn port_of(c: &mut Conn, sql: &str) -> u16 {
+    c.query_first::<u16, _>(sql).await.unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_tables_fill_up() {
+    let _turn = turn().await;
+    let w = start_monitored();
+    let ports: Vec<u16> = topo().all().map(|s| s.port).collect();
+    wait_for("ping and connect log rows", Duration::from_secs(5), || {
+        let pings = table(
+            &w,
+            "SELECT DISTINCT port FROM monitor.mysql_server_ping_log WHERE ping_error IS NULL",
+        );
+        let connects = table(
+            &w,
+            "SELECT DISTINCT port FROM monitor.mysql_server_connect_log WHERE connect_error IS NULL",
+        );
+        pings.len() == ports.len() && connects.len() == ports.len()
+    })
+    .await;
+    // The seed's column names and the _us ones show the same values.
+    let rows = table(
+        &w,
+        "SELECT time_start, time_start_us, ping_success_time, ping_success_time_us \
+         FROM monitor.mysql_server_ping_log LIMIT 1",
+    );
+    assert_eq!(rows[0]["time_start"], rows[0]["time_start_us"]);
+    assert_eq!(
+        rows[0]["ping_success_time"],
+        rows[0]["ping_success_time_us"]
+    );
+    // read_only of the replication hostgroups' servers: the primary writable, replicas not.
+    wait_for("read_only rows", Duration::from_secs(5), || {
+        table(
+            &w,
+            "SELECT DISTINCT port FROM monitor.mysql_server_read_only_log WHERE error IS NULL",
+        )
+        .len()
+            == ports.len()
+    })
+    .await;
+    let ro = table(
+        &w,
+        &format!(
+            "SELECT read_only FROM monitor.mysql_server_read_only_log WHERE port = {} \
+             ORDER BY time_start_us DESC LIMIT 1",
+            topo().primary.port
+        ),
+    );
+    assert_eq!(ro[0]["read_only"], "0");
+    // Latency_us comes from the pings.
+    let lat = table(
+        &w,
+        "SELECT MIN(Latency_us) AS l FROM stats_mysql_connection_pool",
+    );
+
+    assert!(lat[0]["l"].parse::<u64>().unwrap() > 0, "{lat:?}");
+    // A wrong monitor password shows as errors, and shuns nothing that still answers traffic.
+    admin(
+        &w,
+        "SET mysql-monitor_password = 'wrong'; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    wait_for("connect errors in the log", Duration::from_secs(5), || {
+        !table(
+            &w,
+            "SELECT 1 FROM monitor.mysql_server_connect_log WHERE connect_error LIKE '%Access denied%'",
+        )
+        .is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_replica_is_shunned_until_it_catches_up() {
+    let _turn = turn().await;
+    let w = start_monitored();
+    let lagging = &topo().replicas[0];
+    let other = &topo().replicas[1];
+    admin(
+        &w,
+        "UPDATE mysql_servers SET max_replication_lag = 2 WHERE hostgroup_id = 1; \
+         INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) \
+         VALUES (1, 1, '^SELECT @@port', 1, 1); \
+         LOAD MYSQL SERVERS TO RUNTIME; LOAD MYSQL QUERY RULES TO RUNTIME",
+    );
+    lagging
+        .exec("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 30; START SLAVE")
+        .unwrap();
+    topo()
+        .primary
+        .exec(
+            "CREATE TABLE IF NOT EXISTS weirtest.lag_t (id INT PRIMARY KEY AUTO_INCREMENT, v INT)",
+        )
+        .unwrap();
+    let writes = tokio::spawn(async {
+        for _ in 0..40 {
+            topo()
+                .primary
+                .exec("INSERT INTO weirtest.lag_t (v) VALUES (1)")
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    wait_for(
+        "the delayed replica SHUNNED",
+        Duration::from_secs(15),
+        || status_of(&w, 1, lagging.port).as_deref() == Some("SHUNNED"),
+    )
+    .await;
+    // Reads go to the other replica only, and the configuration still says ONLINE.
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        assert_eq!(port_of(&mut c, "SELECT @@port").await, other.port);
+    }
+    let configured = table(
+        &w,
+        &format!(
+            "SELECT status FROM mysql_servers WHERE hostgroup_id = 1 AND port = {}",
+            lagging.port
+        ),
+    );
+    assert_eq!(configured[0]["status"], "ONLINE");
+    let lag_rows = table(
+        &w,
+        &format!(
+            "SELECT MAX(repl_lag) AS lag FROM monitor.mysql_server_replication_lag_log WHERE port = {}",
+            lagging.port
+        ),
+    );
+    assert!(
+        lag_rows[0]["lag"].parse::<i64>().unwrap() > 2,
+        "{lag_rows:?}"
+    );
+    writes.abort();
+    lagging
+        .exec("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE")
+        .unwrap();
+    wait_for("the replica back ONLINE", Duration::from_secs(30), || {
+        status_of(&w, 1, lagging.port).as_deref() == Some("ONLINE")
+    })
+    .await;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        seen.insert(port_of(&mut c, "SELECT @@port").await);
+    }
+    assert!(
+        seen.contains(&lagging.port),
+        "reads reach it again: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promoting_a_replica_by_read_only_moves_writes() {
+    let _turn = turn().await;
+    let w = start_monitored();
+    let primary = &topo().primary;
+    let replica = &topo().replicas[0];
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    // Hostgroup 0 (the user's default) is the writer.
+    writer_becomes(&w, primary.port, replica.port).await;
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+    replica.exec("SET GLOBAL read_only = 0").unwrap();
+    primary.exec("SET GLOBAL read_only = 1").unwrap();
+    let flipped = Instant::now();
+    writer_becomes(&w, replica.port, primary.port).await;
+    // Within two read_only intervals plus slack.
+    assert!(
+        flipped.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        flipped.elapsed()
+    );
+    for _ in 0..10 {
+        assert_eq!(port_of(&mut c, "SELECT @@port").await, replica.port);
+    }
+    // Back as it was.
+    primary.exec("SET GLOBAL read_only = 0").unwrap();
+    replica.exec("SET GLOBAL read_only = 1").unwrap();
+    writer_becomes(&w, primary.port, replica.port).await;
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+}
