@@ -207,14 +207,28 @@ pub(crate) fn fill(store: &Store, lower_sql: &str, snap: &Snapshot) -> Result<()
 /// Shows the live status of each server (drained, shunned by the monitor...) in
 /// runtime_mysql_servers, as ProxySQL does; the configured status stays in mysql_servers.
 pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
-    for s in &mut tables.mysql_servers {
-        let live = snap.connection_pool.iter().find(|p| {
-            p.hostgroup == s.hostgroup_id && p.srv_host == s.hostname && p.srv_port == s.port
-        });
-        if let Some(status) = live.and_then(|p| p.status.parse::<ServerStatus>().ok()) {
-            s.status = status;
+    // What runs: the pool's servers (the monitor may have moved some between replication
+    // hostgroups) with their live status; attributes from the configured row of the same
+    // hostgroup, else of the same server in another hostgroup. Configured servers the pool
+    // does not run (moved out) are left out, as ProxySQL shows them.
+    let configured = std::mem::take(&mut tables.mysql_servers);
+    let mut live = Vec::with_capacity(snap.connection_pool.len());
+    for p in &snap.connection_pool {
+        let same = |s: &&weir_config::ServerRow| s.hostname == p.srv_host && s.port == p.srv_port;
+        let row = configured
+            .iter()
+            .filter(same)
+            .find(|s| s.hostgroup_id == p.hostgroup)
+            .or_else(|| configured.iter().find(same));
+        let Some(row) = row else { continue };
+        let mut row = row.clone();
+        row.hostgroup_id = p.hostgroup;
+        if let Ok(status) = p.status.parse::<ServerStatus>() {
+            row.status = status;
         }
+        live.push(row);
     }
+    tables.mysql_servers = live;
 }
 
 /// `0x` + 16 upper-case hex digits, as ProxySQL shows digests.

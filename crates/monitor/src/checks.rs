@@ -98,20 +98,44 @@ pub(crate) fn query_for(check: MonitorCheck, rt: &Runtime, target: &Target) -> C
     }
 }
 
-/// Runs one check; returns its value (read_only 0/1, lag in seconds, `None` for checks without
-/// one or a server that is not a replica) or the error, and the connection when it is still
-/// usable.
+/// How one check went: its value (read_only 0/1, lag in seconds, `None` for checks without
+/// one or a server that is not a replica) or the error.
+pub(crate) type CheckResult = Result<Option<i64>, CheckError>;
+
+/// A failed check.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckError {
+    /// What went wrong, for the log table.
+    pub(crate) message: String,
+    /// Whether the server did not answer (I/O error, timeout), as opposed to answering with an
+    /// error (wrong monitor credentials, missing privilege): only the former makes a server
+    /// unreachable.
+    pub(crate) unreachable: bool,
+}
+
+impl From<weir_backend::BackendError> for CheckError {
+    fn from(e: weir_backend::BackendError) -> CheckError {
+        use weir_backend::BackendError as B;
+        let unreachable = !matches!(e, B::Server(_) | B::Auth(_));
+        CheckError {
+            message: e.to_string(),
+            unreachable,
+        }
+    }
+}
+
+/// Runs one check; returns how it went and the connection when it is still usable.
 pub(crate) async fn run(
     check: MonitorCheck,
     conn: Option<BackendConn>,
     params: &ConnectParams,
     query: CheckQuery,
-) -> (Result<Option<i64>, String>, Option<BackendConn>) {
+) -> (CheckResult, Option<BackendConn>) {
     let mut conn = match conn {
         Some(c) => c,
         None => match BackendConn::connect(params).await {
             Ok(c) => c,
-            Err(e) => return (Err(e.to_string()), None),
+            Err(e) => return (Err(e.into()), None),
         },
     };
     let result = match check {
@@ -123,7 +147,7 @@ pub(crate) async fn run(
             .command(weir_wire::com::PING, &[])
             .await
             .map(|_| None)
-            .map_err(|e| e.to_string()),
+            .map_err(CheckError::from),
         MonitorCheck::ReadOnly => read_only(&mut conn, &query).await,
         MonitorCheck::ReplicationLag => lag(&mut conn, &query).await,
     };
@@ -137,12 +161,12 @@ fn flag(v: Option<&str>) -> bool {
     matches!(v, Some("1") | Some("ON") | Some("on"))
 }
 
-async fn read_only(conn: &mut BackendConn, q: &CheckQuery) -> Result<Option<i64>, String> {
-    let rows = conn.query_rows(&q.sql).await.map_err(|e| e.to_string())?;
-    let row = rows
-        .rows
-        .first()
-        .ok_or_else(|| "read_only check returned no row".to_string())?;
+async fn read_only(conn: &mut BackendConn, q: &CheckQuery) -> CheckResult {
+    let rows = conn.query_rows(&q.sql).await?;
+    let row = rows.rows.first().ok_or_else(|| CheckError {
+        message: "read_only check returned no row".into(),
+        unreachable: false,
+    })?;
     let first = flag(row.first().and_then(|v| v.as_deref()));
     let second = flag(row.get(1).and_then(|v| v.as_deref()));
     let ro = match q.combine {
@@ -153,16 +177,15 @@ async fn read_only(conn: &mut BackendConn, q: &CheckQuery) -> Result<Option<i64>
     Ok(Some(i64::from(ro)))
 }
 
-async fn lag(conn: &mut BackendConn, q: &CheckQuery) -> Result<Option<i64>, String> {
+async fn lag(conn: &mut BackendConn, q: &CheckQuery) -> CheckResult {
     // MariaDB and MySQL before 8.0.22 know SHOW SLAVE STATUS; MySQL 8.4 only SHOW REPLICA
     // STATUS (and calls the column Seconds_Behind_Source).
     let rows = match conn.query_rows("SHOW SLAVE STATUS").await {
         Ok(r) => r,
-        Err(weir_backend::BackendError::Server(_)) => conn
-            .query_rows("SHOW REPLICA STATUS")
-            .await
-            .map_err(|e| e.to_string())?,
-        Err(e) => return Err(e.to_string()),
+        Err(weir_backend::BackendError::Server(_)) => {
+            conn.query_rows("SHOW REPLICA STATUS").await?
+        }
+        Err(e) => return Err(e.into()),
     };
     if rows.rows.is_empty() {
         return Ok(None);
@@ -190,7 +213,7 @@ impl LoopState {
         &mut self,
         target: &Target,
         servers: &[Arc<ServerState>],
-        result: &Result<Option<i64>, String>,
+        result: &CheckResult,
         took: Duration,
         max_failures: u32,
     ) {
@@ -204,6 +227,8 @@ impl LoopState {
                     s.unshun(Shun::PING);
                 }
             }
+            // A server that answers, even with an error, is reachable.
+            Err(e) if !e.unreachable => {}
             Err(_) => {
                 let n = self.ping_failures.entry(target.clone()).or_insert(0);
                 *n += 1;
@@ -223,7 +248,7 @@ impl LoopState {
         &mut self,
         target: &Target,
         servers: &[Arc<ServerState>],
-        result: &Result<Option<i64>, String>,
+        result: &CheckResult,
         m: &MysqlVariables,
     ) {
         let Ok(lag) = result else { return };

@@ -166,7 +166,10 @@ impl Monitor {
                 let (result, conn) = match result {
                     Ok((r, conn)) => (r, conn),
                     Err(_) => (
-                        Err(format!("timeout after {} ms", timeout.as_millis())),
+                        Err(checks::CheckError {
+                            message: format!("timeout after {} ms", timeout.as_millis()),
+                            unreachable: true,
+                        }),
                         None,
                     ),
                 };
@@ -195,7 +198,7 @@ impl Monitor {
                     0
                 },
                 value: result.as_ref().ok().copied().flatten(),
-                error: result.as_ref().err().cloned(),
+                error: result.as_ref().err().map(|e| e.message.clone()),
             };
             self.log.record(row, history_us);
             let on_target: Vec<Arc<ServerState>> = servers

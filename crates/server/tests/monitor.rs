@@ -140,6 +140,18 @@ async fn log_tables_fill_up() {
         .is_empty()
     })
     .await;
+    // Servers that answer, if only to refuse the monitor, are not shunned: after more than
+    // mysql-monitor_ping_max_failures failed pings, traffic still flows.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        pool_rows(&w).iter().all(|r| r["status"] == "ONLINE"),
+        "{:?}",
+        pool_rows(&w)
+    );
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, topo().primary.port);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,9 +260,87 @@ async fn promoting_a_replica_by_read_only_moves_writes() {
     for _ in 0..10 {
         assert_eq!(port_of(&mut c, "SELECT @@port").await, replica.port);
     }
+    // runtime_mysql_servers shows where the servers run; mysql_servers what was configured.
+    let runtime = table(
+        &w,
+        "SELECT hostgroup_id, port FROM runtime_mysql_servers WHERE hostgroup_id = 0",
+    );
+    assert_eq!(runtime.len(), 1);
+    assert_eq!(runtime[0]["port"], replica.port.to_string());
+    let configured = table(&w, "SELECT port FROM mysql_servers WHERE hostgroup_id = 0");
+    assert_eq!(configured[0]["port"], primary.port.to_string());
     // Back as it was.
     primary.exec("SET GLOBAL read_only = 0").unwrap();
     replica.exec("SET GLOBAL read_only = 1").unwrap();
     writer_becomes(&w, primary.port, replica.port).await;
     assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+}
+
+/// A replica killed with SIGKILL under a read load: reads go on on the other replica; each
+/// client sees at most the statement that was running on the dead server fail, and nothing
+/// fails a second after the kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_replica_is_avoided_within_a_second() {
+    let _turn = turn().await;
+    let w = start_monitored();
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) \
+         VALUES (1, 1, '^SELECT @@port', 1, 1); LOAD MYSQL QUERY RULES TO RUNTIME",
+    );
+    let victim = &topo().replicas[1];
+    let survivor = topo().replicas[0].port;
+    let started = Instant::now();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        let port = w.port;
+        clients.push(tokio::spawn(async move {
+            let mut c = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                .await
+                .unwrap();
+            let mut failures: Vec<Duration> = Vec::new();
+            let mut last_port = 0;
+            while started.elapsed() < Duration::from_secs(4) {
+                match c.query_first::<u16, _>("SELECT @@port").await {
+                    Ok(p) => last_port = p.unwrap_or(0),
+                    Err(_) => {
+                        failures.push(started.elapsed());
+                        // A client whose connection died reconnects, as applications do.
+                        c = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                            .await
+                            .unwrap();
+                    }
+                }
+            }
+            (failures, last_port)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let killed_at = started.elapsed();
+    victim.kill().unwrap();
+    let mut results = Vec::new();
+    for c in clients {
+        results.push(c.await.unwrap());
+    }
+    victim.restart().unwrap();
+    for (failures, last_port) in &results {
+        assert!(
+            failures.len() <= 1,
+            "failures at {failures:?} (kill at {killed_at:?})"
+        );
+        assert!(
+            failures
+                .iter()
+                .all(|t| *t < killed_at + Duration::from_secs(1)),
+            "failures at {failures:?} (kill at {killed_at:?})"
+        );
+        assert_eq!(*last_port, survivor);
+    }
+    wait_for("the replica back ONLINE", Duration::from_secs(10), || {
+        status_of(&w, 1, victim.port).as_deref() == Some("ONLINE")
+    })
+    .await;
+    topo()
+        .wait_replicas_caught_up(Duration::from_secs(30))
+        .unwrap();
 }
