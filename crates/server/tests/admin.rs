@@ -862,31 +862,12 @@ insert into mysql_query_rules (flagin,destination_hostgroup,active,match_digest,
     );
 }
 
-/// Runs sysbench with `args`; returns (success, report).
+/// Runs sysbench oltp_read_only with `args`; returns (success, report).
 fn sysbench(port: u16, db: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(require_binary("sysbench"))
-        .arg("oltp_read_only")
-        .args([
-            "--db-driver=mysql",
-            "--mysql-host=127.0.0.1",
-            "--mysql-ssl=off",
-        ])
-        .arg(format!("--mysql-port={port}"))
-        .arg(format!("--mysql-user={WEIR_USER}"))
-        .arg(format!("--mysql-password={WEIR_PASS}"))
-        .arg(format!("--mysql-db={db}"))
-        .args(["--tables=2", "--table-size=2000"])
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let db = format!("--mysql-db={db}");
+    let mut all = vec![db.as_str(), "--tables=2", "--table-size=2000"];
+    all.extend_from_slice(args);
+    common::sysbench("oltp_read_only", port, &all)
 }
 
 /// The number after `label` in sysbench's report (e.g. `ignored errors:`).

@@ -532,26 +532,10 @@ async fn prepared_statements_run_on_any_connection() {
 fn sysbench_prepared_through_four_connections() {
     let w = start_with_max(4, "");
     let run = |args: &[&str]| {
-        let out = Command::new(require_binary("sysbench"))
-            .arg("oltp_read_write")
-            .args([
-                "--db-driver=mysql",
-                "--mysql-host=127.0.0.1",
-                "--mysql-ssl=off",
-            ])
-            .arg(format!("--mysql-port={}", w.port))
-            .arg(format!("--mysql-user={WEIR_USER}"))
-            .arg(format!("--mysql-password={WEIR_PASS}"))
-            .args(["--mysql-db=weirtest", "--tables=4", "--table-size=10000"])
-            .args(args)
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "sysbench {args:?}:\n{text}");
+        let mut all = vec!["--mysql-db=weirtest", "--tables=4", "--table-size=10000"];
+        all.extend_from_slice(args);
+        let (ok, text) = common::sysbench("oltp_read_write", w.port, &all);
+        assert!(ok, "sysbench {args:?}:\n{text}");
         text
     };
     run(&["cleanup"]);

@@ -14,9 +14,8 @@ use common::{opts_for, topo};
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 use std::time::{Duration, Instant};
-use weir_testkit::{require_binary, WeirProcess, ED_PASS, ED_USER, WEIR_PASS, WEIR_USER};
+use weir_testkit::{WeirProcess, ED_PASS, ED_USER, WEIR_PASS, WEIR_USER};
 
 /// stats_mysql_query_rules as rule_id → hits.
 fn hits(w: &WeirProcess) -> BTreeMap<u32, u64> {
@@ -229,27 +228,11 @@ SAVE MYSQL QUERY RULES TO DISK;",
 
 /// Runs sysbench oltp_read_only against `port` on `db` (1 small table).
 fn sysbench(port: u16, db: &str, args: &[&str]) -> String {
-    let out = Command::new(require_binary("sysbench"))
-        .arg("oltp_read_only")
-        .args([
-            "--db-driver=mysql",
-            "--mysql-host=127.0.0.1",
-            "--mysql-ssl=off",
-        ])
-        .arg(format!("--mysql-port={port}"))
-        .arg(format!("--mysql-user={WEIR_USER}"))
-        .arg(format!("--mysql-password={WEIR_PASS}"))
-        .arg(format!("--mysql-db={db}"))
-        .args(["--tables=1", "--table-size=1000"])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "sysbench {args:?} failed:\n{text}");
+    let db = format!("--mysql-db={db}");
+    let mut all = vec![db.as_str(), "--tables=1", "--table-size=1000"];
+    all.extend_from_slice(args);
+    let (ok, text) = common::sysbench("oltp_read_only", port, &all);
+    assert!(ok, "sysbench {args:?} failed:\n{text}");
     text
 }
 

@@ -8,7 +8,6 @@ use common::admin::start;
 use common::topo;
 use std::process::Command;
 use std::time::Duration;
-use weir_testkit::{require_binary, WEIR_PASS, WEIR_USER};
 
 fn switchover(topology_dir: &std::path::Path, admin_port: u16, new_primary: u16) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/switchover.sh");
@@ -34,28 +33,9 @@ fn two_switchovers_under_sysbench_lose_nothing() {
     std::fs::write(dir.join("topology.env"), topo().env_file()).unwrap();
     let port = w.port;
     let sysbench = move |args: &[&str]| {
-        let out = Command::new(require_binary("sysbench"))
-            .arg("oltp_read_write")
-            .args([
-                "--db-driver=mysql",
-                "--mysql-host=127.0.0.1",
-                "--mysql-ssl=off",
-            ])
-            .arg(format!("--mysql-port={port}"))
-            .arg(format!("--mysql-user={WEIR_USER}"))
-            .arg(format!("--mysql-password={WEIR_PASS}"))
-            .args(["--mysql-db=weirtest", "--tables=4", "--table-size=20000"])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            format!(
-                "{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        let mut all = vec!["--mysql-db=weirtest", "--tables=4", "--table-size=20000"];
+        all.extend_from_slice(args);
+        common::sysbench("oltp_read_write", port, &all)
     };
     assert!(sysbench(&["cleanup"]).0);
     let (ok, text) = sysbench(&["prepare"]);

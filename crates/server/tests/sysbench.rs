@@ -1,8 +1,6 @@
 //! sysbench oltp_read_write through weir, prepared and text protocol: no errors allowed.
 #![allow(clippy::unwrap_used)]
 mod common;
-use std::process::Command;
-use weir_testkit::{require_binary, WEIR_PASS, WEIR_USER};
 
 /// Seconds per run: 60 as the foundation issue asks; WEIR_SYSBENCH_SECONDS shortens local runs.
 fn seconds() -> String {
@@ -10,31 +8,15 @@ fn seconds() -> String {
 }
 
 fn sysbench(port: u16, args: &[&str]) -> String {
-    let out = Command::new(require_binary("sysbench"))
-        .arg("oltp_read_write")
-        .args([
-            "--db-driver=mysql",
-            "--mysql-host=127.0.0.1",
-            "--mysql-ssl=off",
-        ])
-        .arg(format!("--mysql-port={port}"))
-        .arg(format!("--mysql-user={WEIR_USER}"))
-        .arg(format!("--mysql-password={WEIR_PASS}"))
-        .args([
-            "--mysql-db=sbtest",
-            "--tables=8",
-            "--table-size=20000",
-            "--mysql-ignore-errors=1213",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "sysbench {args:?} failed:\n{text}");
+    let mut all = vec![
+        "--mysql-db=sbtest",
+        "--tables=8",
+        "--table-size=20000",
+        "--mysql-ignore-errors=1213",
+    ];
+    all.extend_from_slice(args);
+    let (ok, text) = common::sysbench("oltp_read_write", port, &all);
+    assert!(ok, "sysbench {args:?} failed:\n{text}");
     text
 }
 

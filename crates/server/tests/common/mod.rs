@@ -73,3 +73,30 @@ pub fn cli(args: &[&str], sql: &str) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Runs sysbench `test` (a built-in like oltp_read_write, or a script path) against weir's
+/// `port` as the test user, with `args` (database, tables, command...); returns (success,
+/// stdout and stderr).
+pub fn sysbench(test: &str, port: u16, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(weir_testkit::require_binary("sysbench"))
+        .arg(test)
+        .args([
+            "--db-driver=mysql",
+            "--mysql-host=127.0.0.1",
+            "--mysql-ssl=off",
+        ])
+        .arg(format!("--mysql-port={port}"))
+        .arg(format!("--mysql-user={WEIR_USER}"))
+        .arg(format!("--mysql-password={WEIR_PASS}"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
