@@ -225,6 +225,7 @@ impl LoopState {
                         .latency_us
                         .store(took.as_micros() as u64, Ordering::Relaxed);
                     s.unshun(Shun::PING);
+                    s.reachable();
                 }
             }
             // A server that answers, even with an error, is reachable.

@@ -266,6 +266,14 @@ impl ServerState {
         }
     }
 
+    /// The monitor reached the server: a shun for connect errors ends now rather than after
+    /// mysql-shun_recovery_time_sec.
+    pub fn reachable(&self) {
+        if self.errors_shun_until.swap(0, Ordering::AcqRel) != 0 {
+            self.changed.notify_waiters();
+        }
+    }
+
     /// Why weir keeps the server out ([`Shun`] bits; 0 = not).
     pub fn shun_reasons(&self) -> u8 {
         self.shunned.load(Ordering::Relaxed)

@@ -344,3 +344,66 @@ async fn killed_replica_is_avoided_within_a_second() {
         .wait_replicas_caught_up(Duration::from_secs(30))
         .unwrap();
 }
+
+/// The primary killed with no replacement: statements wait mysql-connect_timeout_server_max
+/// and get ERROR 9001, never hang; once it is back, traffic resumes without restarting weir.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_primary_gives_9001_then_traffic_resumes() {
+    let _turn = turn().await;
+    let w = start_monitored();
+    admin(
+        &w,
+        "SET mysql-connect_timeout_server_max = 1500; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    let primary = &topo().primary;
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+    primary.kill().unwrap();
+    for _ in 0..2 {
+        let t = Instant::now();
+        let e = c.query_drop("SELECT 1").await.unwrap_err();
+        let took = t.elapsed();
+        let msg = e.to_string();
+        // The first statement may find its connection dead (2013-style lost connection);
+        // after that, waiting for a usable server ends in 9001.
+        assert!(took < Duration::from_secs(4), "{msg} after {took:?}");
+        if msg.contains("9001") {
+            assert!(took >= Duration::from_millis(1400), "{msg} after {took:?}");
+        }
+        if c.ping().await.is_err() {
+            c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                .await
+                .unwrap();
+        }
+    }
+    let t = Instant::now();
+    let e = c.query_drop("SELECT 1").await.unwrap_err();
+    assert!(e.to_string().contains("9001"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(4));
+    primary.restart().unwrap();
+    let t = Instant::now();
+    loop {
+        match c.query_first::<u16, _>("SELECT @@port").await {
+            Ok(p) => {
+                assert_eq!(p, Some(primary.port));
+                break;
+            }
+            Err(e) => {
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "traffic did not resume: {e}"
+                );
+                if c.ping().await.is_err() {
+                    c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                        .await
+                        .unwrap();
+                }
+            }
+        }
+    }
+    topo()
+        .wait_replicas_caught_up(Duration::from_secs(30))
+        .unwrap();
+}
