@@ -132,6 +132,9 @@ pub struct BackendConn {
     pub last_insert_id: u64,
     /// Session variables set on it (by weir, replaying clients' SETs).
     pub vars: weir_sql::SessionVars,
+    /// weir's end of the connection (processlist's l_srv_host / l_srv_port); `None` for Unix
+    /// sockets.
+    pub local_addr: Option<std::net::SocketAddr>,
 }
 
 /// A result set read as text.
@@ -178,10 +181,12 @@ impl BackendConn {
     }
 
     async fn connect_inner(params: &ConnectParams) -> Result<BackendConn, BackendError> {
+        let mut local_addr = None;
         let stream = match &params.endpoint {
             Endpoint::Tcp { host, port } => {
                 let s = TcpStream::connect((host.as_str(), *port)).await?;
                 s.set_nodelay(true)?;
+                local_addr = s.local_addr().ok();
                 let sock = socket2::SockRef::from(&s);
                 let _ = sock.set_keepalive(true);
                 Stream::Tcp(s)
@@ -203,6 +208,7 @@ impl BackendConn {
             stmts: StmtCache::default(),
             last_insert_id: 0,
             vars: weir_sql::SessionVars::default(),
+            local_addr,
         };
         let (seq, greeting) = conn.read_packet().await?;
         if greeting.first() == Some(&0xff) {

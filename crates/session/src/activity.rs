@@ -32,6 +32,8 @@ pub struct Activity {
     pub(crate) hostgroup: u32,
     /// Server of the backend connection held between statements, if any.
     pub(crate) held: Option<Arc<ServerState>>,
+    /// weir's end of that connection.
+    pub(crate) held_local: Option<std::net::SocketAddr>,
     /// Whether the held connection has a transaction open.
     pub(crate) in_trans: bool,
 }
@@ -46,6 +48,7 @@ impl Activity {
             schema: String::new(),
             hostgroup: 0,
             held: None,
+            held_local: None,
             in_trans: false,
         }
     }

@@ -182,6 +182,7 @@ async fn relay_timed(
     let running = Running {
         server: target.server.clone(),
         backend_thread: target.backend_thread,
+        local: None,
         login: target.login.clone(),
     };
     tracing::info!(
@@ -411,6 +412,7 @@ impl Session {
             let running = Running {
                 server: b.server().clone(),
                 backend_thread: b.conn_ref().connection_id,
+                local: b.conn_ref().local_addr,
                 login: self.login.clone(),
             };
             drop(b);

@@ -16,6 +16,8 @@ pub struct Running {
     pub server: Arc<ServerState>,
     /// Backend thread id.
     pub backend_thread: u32,
+    /// weir's end of the backend connection.
+    pub local: Option<std::net::SocketAddr>,
     /// How to log in to that server as the session's user.
     pub login: Arc<LoginTemplate>,
 }

@@ -345,6 +345,7 @@ impl Session {
     /// backend connection it keeps, if any.
     pub(crate) fn publish_idle(&self, since: Instant) {
         let held = self.backend.as_ref().map(|b| b.server());
+        let held_local = self.backend.as_ref().and_then(|b| b.conn_ref().local_addr);
         let in_trans = self
             .backend
             .as_ref()
@@ -356,6 +357,7 @@ impl Session {
         a.has_info = false;
         a.hostgroup = self.hostgroup;
         a.in_trans = in_trans;
+        a.held_local = held_local;
         // Cloning the Arc would touch a reference count every session shares: only on change.
         let same = match (held, &a.held) {
             (Some(h), Some(cur)) => Arc::ptr_eq(h, cur),
@@ -500,6 +502,7 @@ impl Session {
             *self.handle.running.lock() = Some(Running {
                 server: b.server().clone(),
                 backend_thread: b.conn_ref().connection_id,
+                local: b.conn_ref().local_addr,
                 login: self.login.clone(),
             });
         }

@@ -78,7 +78,7 @@ fn build(shared: &Shared, reset_pool: bool, reset_errors: bool, reset_digests: b
 
 fn process_row(h: &SessionHandle, now: Instant, gauges: &mut SessionGauges) -> ProcessRow {
     // Each lock is taken alone, never nested: the session takes them one at a time too.
-    let (command, since, info, db, hostgroup, held, in_trans) = {
+    let (command, since, info, db, hostgroup, held, held_local, in_trans) = {
         let a = h.activity.lock();
         (
             a.command,
@@ -87,10 +87,19 @@ fn process_row(h: &SessionHandle, now: Instant, gauges: &mut SessionGauges) -> P
             a.schema.clone(),
             a.hostgroup,
             a.held.clone(),
+            a.held_local,
             a.in_trans,
         )
     };
-    let running = h.running.lock().as_ref().map(|r| r.server.clone());
+    let (running, running_local) = match h.running.lock().as_ref() {
+        Some(r) => (Some(r.server.clone()), r.local),
+        None => (None, None),
+    };
+    let local = if running.is_some() {
+        running_local
+    } else {
+        held_local
+    };
     let user = h.user.lock().clone();
     let idle = command == SLEEP || command == CONNECT;
     if !idle {
@@ -113,8 +122,8 @@ fn process_row(h: &SessionHandle, now: Instant, gauges: &mut SessionGauges) -> P
             None if !idle => Some(hostgroup),
             None => None,
         },
-        l_srv_host: String::new(),
-        l_srv_port: 0,
+        l_srv_host: local.map(|a| a.ip().to_string()).unwrap_or_default(),
+        l_srv_port: local.map_or(0, |a| a.port()),
         srv_host: spec
             .as_ref()
             .map(|s| s.hostname.clone())

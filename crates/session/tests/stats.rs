@@ -191,6 +191,9 @@ async fn stats_follow_real_traffic() {
         (p.srv_host.as_str(), p.srv_port),
         ("127.0.0.1", primary_port)
     );
+    // weir's end of that backend connection.
+    assert_eq!(p.l_srv_host, "127.0.0.1");
+    assert_ne!(p.l_srv_port, 0);
     assert_eq!(global(&s, "Client_Connections_non_idle"), 1);
     let b = running.await.unwrap();
     let s = stats_snapshot(&shared);
