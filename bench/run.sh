@@ -264,30 +264,29 @@ start_targets() {
         weir[1-9] | weir[1-9][0-9]) start_weir_target "$t" "$(free_port)" "$(free_port)" "${t#weir}" ;;
         weirs)
             # The primary through its Unix socket (a proxy on the database host).
-            local admin_port
-            admin_port=$(free_port)
-            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
-            mariadb --protocol=tcp -h127.0.0.1 -P"$admin_port" -uadmin -padmin -e \
-                "UPDATE mysql_servers SET hostname = '$PRIMARY_SOCKET', port = 0 WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME" ||
-                die "could not point $t at the primary's socket"
+            start_weir_with_primary "$t" "hostname = '$PRIMARY_SOCKET', port = 0"
             ;;
-        weirm[0-9]*)
-            local admin_port
-            admin_port=$(free_port)
-            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
-            mariadb --protocol=tcp -h127.0.0.1 -P"$admin_port" -uadmin -padmin -e \
-                "UPDATE mysql_servers SET max_connections = ${t#weirm} WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME" ||
-                die "could not set max_connections of $t"
-            ;;
+        weirm[0-9]*) start_weir_with_primary "$t" "max_connections = ${t#weirm}" ;;
         weirr[0-9]*)
             local admin_port
             admin_port=$(free_port)
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy weir weirN)" ;;
+        *) die "unknown target $t (known: direct haproxy weir weirN weirrN weirmN weirs)" ;;
         esac
     done
+}
+
+# start_weir_with_primary NAME ASSIGNMENTS: a weir target whose primary row (hostgroup 0) gets
+# ASSIGNMENTS through the admin interface.
+start_weir_with_primary() {
+    local admin_port
+    admin_port=$(free_port)
+    start_weir_target "$1" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+    mariadb --protocol=tcp -h127.0.0.1 -P"$admin_port" -uadmin -padmin -e \
+        "UPDATE mysql_servers SET $2 WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME" ||
+        die "could not set $2 on the primary of $1"
 }
 
 # start_weir_target NAME PORT ADMIN_PORT THREADS

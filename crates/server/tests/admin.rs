@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 mod common;
 
+use common::admin::{parse_table, Row};
 use common::{opts_for, topo, weir_bin};
 use mysql_async::prelude::*;
 use mysql_async::Conn;
@@ -16,8 +17,6 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use weir_testkit::{free_port, require_binary, weir_config, WeirProcess, WEIR_PASS, WEIR_USER};
-
-type Row = BTreeMap<String, String>;
 
 /// A weir in front of the shared topology with its admin interface on a free port.
 fn start(extra_vars: &str) -> WeirProcess {
@@ -70,22 +69,6 @@ fn admin(w: &WeirProcess, sql: &str) -> String {
 /// The rows of `sql` (run as admin) as column → value maps; NULL reads `NULL`.
 fn table(w: &WeirProcess, sql: &str) -> Vec<Row> {
     parse_table(&admin(w, sql))
-}
-
-fn parse_table(out: &str) -> Vec<Row> {
-    let mut lines = out.lines();
-    let Some(header) = lines.next() else {
-        return Vec::new();
-    };
-    let cols: Vec<&str> = header.split('\t').collect();
-    lines
-        .map(|l| {
-            cols.iter()
-                .map(|c| c.to_string())
-                .zip(l.split('\t').map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 /// The records of `\G` output as column → value maps.

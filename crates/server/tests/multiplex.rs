@@ -12,9 +12,8 @@ use common::admin::{admin, start, table, value};
 use common::{opts_for, topo};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Value};
-use std::process::Command;
 use std::time::Instant;
-use weir_testkit::{require_binary, WeirProcess, WEIR_PASS, WEIR_USER};
+use weir_testkit::{WeirProcess, WEIR_PASS, WEIR_USER};
 
 /// A weir whose primary (hostgroup 0) takes at most `max` connections from it.
 fn start_with_max(max: u32, extra_vars: &str) -> WeirProcess {
@@ -42,17 +41,8 @@ fn primary(sql: &str) -> Vec<Vec<String>> {
 
 /// The mariadb CLI through weir, as in the seed's examples: (stdout, stderr).
 fn mariadb(w: &WeirProcess, args: &[&str], sql: &str) -> (String, String) {
-    let out = Command::new(require_binary("mariadb"))
-        .args(["-h", "127.0.0.1", "-P", &w.port.to_string()])
-        .args(["-u", WEIR_USER, &format!("-p{WEIR_PASS}")])
-        .args(["--protocol=TCP", "--ssl=0"])
-        .args(args)
-        .args(["-e", sql])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{sql}: {stderr}");
+    let (ok, stdout, stderr) = common::cli_at(w.port, args, sql);
+    assert!(ok, "{sql}: {stderr}");
     (stdout, stderr)
 }
 

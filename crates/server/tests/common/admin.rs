@@ -50,7 +50,11 @@ pub fn admin_err(w: &WeirProcess, sql: &str) -> String {
 
 /// The rows of `sql` as column → value maps (NULL reads `NULL`).
 pub fn table(w: &WeirProcess, sql: &str) -> Vec<Row> {
-    let out = admin(w, sql);
+    parse_table(&admin(w, sql))
+}
+
+/// Batch output with a header line as column → value maps.
+pub fn parse_table(out: &str) -> Vec<Row> {
     let mut lines = out.lines();
     let Some(header) = lines.next() else {
         return Vec::new();

@@ -57,10 +57,15 @@ pub async fn connect_db(db: Option<&str>) -> Conn {
         })
 }
 
-/// Runs the mariadb CLI against weir; returns (status success, stdout, stderr).
+/// Runs the mariadb CLI against the shared weir; returns (status success, stdout, stderr).
 pub fn cli(args: &[&str], sql: &str) -> (bool, String, String) {
+    cli_at(weir().port, args, sql)
+}
+
+/// Runs the mariadb CLI against the weir on `port` as the test user.
+pub fn cli_at(port: u16, args: &[&str], sql: &str) -> (bool, String, String) {
     let out = std::process::Command::new(weir_testkit::require_binary("mariadb"))
-        .args(["-h", "127.0.0.1", "-P", &weir().port.to_string()])
+        .args(["-h", "127.0.0.1", "-P", &port.to_string()])
         .args(["-u", WEIR_USER, &format!("-p{WEIR_PASS}")])
         .args(["--protocol=TCP", "--ssl=0"])
         .args(args)
