@@ -21,6 +21,8 @@
 #                             weirmN (e.g. weirm64): a weir whose primary takes at most N
 #                             backend connections (mysql_servers.max_connections)
 #                             weirs: a weir that reaches the primary through its Unix socket
+#                             weirc: a weir with query cache rules (cache_ttl 60 s) for
+#                             `SELECT 1111` and sysbench's point select
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the target "weir"; 1 measured best
 #                             here (2 cores, like haproxy's nbthread 1): see RESULTS.md
@@ -56,7 +58,8 @@ COMMAND_LINE=${COMMAND_LINE% }
 # A scenario NAME is a function `scenario_NAME TARGET PORT MODE` (MODE: warmup or run) that prints
 # "VALUE QUERIES" on its last line of stdout; its metadata sits in the arrays below. UNIT is qps
 # (higher is better) or s (lower is better). GOAL, optional: "A/B <= X" or "A/B >= X" on medians.
-SCENARIOS=(point_select_8 slap_c1 rules_point_select_8 multiplex_2000 connect_trx_8 idle_10000)
+SCENARIOS=(point_select_8 slap_c1 rules_point_select_8 multiplex_2000 connect_trx_8 idle_10000
+    cache_slap_c8 cache_point_select_8 cache_point_select_8_ps)
 # ONLY[s]: the targets a scenario runs on (default: all). GOAL may also be "TARGET <= X" (an
 # absolute value). A scenario may append "- ..." note lines to $WORK/notes.
 declare -A DESC UNIT GOAL NEEDS ONLY
@@ -81,6 +84,17 @@ DESC[connect_trx_8]="sysbench bench/connect_per_trx.lua: connect, one point sele
 UNIT[connect_trx_8]=qps
 GOAL[connect_trx_8]="weir/direct >= 1.2"
 NEEDS[connect_trx_8]=sysbench_tables
+DESC[cache_slap_c8]="mysqlslap --query=\"SELECT 1111\" --concurrency=8 --number-of-queries=$((SLAP_QUERIES * 4)) --iterations=1 (seconds per run); run with BENCH_TARGETS=\"direct weir weirc\" (weirc caches the query)"
+UNIT[cache_slap_c8]=s
+GOAL[cache_slap_c8]="weirc/direct <= 0.5"
+DESC[cache_point_select_8]="sysbench oltp_point_select, text protocol, 8 threads, ${BENCH_TIME} s per run; run with BENCH_TARGETS=\"direct weir weirc\" (weirc caches the point select for 60 s)"
+UNIT[cache_point_select_8]=qps
+GOAL[cache_point_select_8]="weirc/direct >= 1.5"
+NEEDS[cache_point_select_8]=sysbench_tables
+DESC[cache_point_select_8_ps]="sysbench oltp_point_select, --db-ps-mode=auto (prepared statements), 8 threads, ${BENCH_TIME} s per run; run with BENCH_TARGETS=\"direct weir weirc\""
+UNIT[cache_point_select_8_ps]=qps
+GOAL[cache_point_select_8_ps]="weirc/direct >= 1.5"
+NEEDS[cache_point_select_8_ps]=sysbench_tables
 DESC[idle_10000]="bench/idle_clients.py: ${BENCH_IDLE_CLIENTS:-10000} client connections logged in through weir and left idle; weir's RSS growth per connection (VmRSS with them minus VmRSS before any client connected), KiB"
 UNIT[idle_10000]=KiB
 GOAL[idle_10000]="weir <= 10"
@@ -115,6 +129,13 @@ scenario_point_select_8() {
 }
 
 scenario_rules_point_select_8() { scenario_point_select_8 "$@"; }
+scenario_cache_point_select_8() { scenario_point_select_8 "$@"; }
+
+scenario_cache_point_select_8_ps() {
+    local secs=$BENCH_TIME
+    [ "$3" = warmup ] && secs=$WARMUP
+    run_sysbench oltp_point_select 8 "$2" "$secs" --db-ps-mode=auto
+}
 
 # sample_backend_conns PID FILE: every 0.1 s while PID lives, its TCP connections to the primary.
 sample_backend_conns() {
@@ -188,18 +209,30 @@ scenario_idle_10000() {
     awk -v a="$after" -v b="$before" -v n="$n" 'BEGIN { printf "%.2f %d\n", (a - b) / n, n }'
 }
 
-scenario_slap_c1() {
-    local n=$SLAP_QUERIES out
-    [ "$3" = warmup ] && n=$((SLAP_QUERIES / 10))
-    out=$(mysqlslap --protocol=tcp --host=127.0.0.1 --port="$2" --user="$WEIR_USER" \
-        --password="$WEIR_PASS" --create-schema=sbtest --query="SELECT 1111" --concurrency=1 \
-        --number-of-queries="$n" --iterations=1 2>&1) || {
+# run_slap PORT CONCURRENCY QUERIES: mysqlslap `SELECT 1111`; prints "SECONDS QUERIES".
+run_slap() {
+    local out
+    out=$(mysqlslap --protocol=tcp --host=127.0.0.1 --port="$1" --user="$WEIR_USER" \
+        --password="$WEIR_PASS" --create-schema=sbtest --query="SELECT 1111" --concurrency="$2" \
+        --number-of-queries="$3" --iterations=1 2>&1) || {
         printf '%s\n' "$out" | tail -n 20 >&2
         return 1
     }
     # "	Average number of seconds to run all queries: 1.234 seconds"
-    printf '%s\n' "$out" | awk -v n="$n" '/Average number of seconds to run all queries/ {
+    printf '%s\n' "$out" | awk -v n="$3" '/Average number of seconds to run all queries/ {
         print $(NF-1), n; found=1 } END { exit !found }'
+}
+
+scenario_slap_c1() {
+    local n=$SLAP_QUERIES
+    [ "$3" = warmup ] && n=$((SLAP_QUERIES / 10))
+    run_slap "$2" 1 "$n"
+}
+
+scenario_cache_slap_c8() {
+    local n=$((SLAP_QUERIES * 4))
+    [ "$3" = warmup ] && n=$((n / 10))
+    run_slap "$2" 8 "$n"
 }
 
 prepare_sysbench_tables() {
@@ -267,13 +300,19 @@ start_targets() {
             start_weir_with_primary "$t" "hostname = '$PRIMARY_SOCKET', port = 0"
             ;;
         weirm[0-9]*) start_weir_with_primary "$t" "max_connections = ${t#weirm}" ;;
+        weirc)
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            load_cache_rules "$admin_port"
+            ;;
         weirr[0-9]*)
             local admin_port
             admin_port=$(free_port)
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy weir weirN weirrN weirmN weirs)" ;;
+        *) die "unknown target $t (known: direct haproxy weir weirN weirrN weirmN weirs weirc)" ;;
         esac
     done
 }
@@ -312,6 +351,15 @@ load_rules() {
         die "could not load $n rules into weir (admin port $port)"
     say "loaded $n rules: $(mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uadmin -padmin -Nse \
         'SELECT COUNT(*) FROM runtime_mysql_query_rules') in runtime_mysql_query_rules"
+}
+
+# load_cache_rules ADMIN_PORT: cache seed 000's `SELECT 1111` and sysbench's point select (text
+# and prepared) for 60 s.
+load_cache_rules() {
+    mariadb --protocol=tcp -h127.0.0.1 -P"$1" -uadmin -padmin -e "
+        INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply)
+        VALUES (1, 1, '^SELECT 1111\$', 60000, 1), (2, 1, '^SELECT c FROM sbtest1 WHERE id=', 60000, 1);
+        LOAD MYSQL QUERY RULES TO RUNTIME" || die "could not load the cache rules (admin port $1)"
 }
 
 # CPU time (user + system) of a process, in clock ticks.
@@ -364,7 +412,7 @@ if [ "${1:-}" = --list ]; then
     exit 0
 fi
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
-    sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
     exit 0
 fi
 RUN_SCENARIOS=("$@")

@@ -31,4 +31,6 @@ pub trait Control: Send + Sync + 'static {
     fn resume(&self) -> bool;
     /// Starts the same graceful shutdown as SIGTERM.
     fn shutdown(&self);
+    /// Empties the query cache (PROXYSQL FLUSH QUERY CACHE); returns the entries it held.
+    fn flush_query_cache(&self) -> u64;
 }

@@ -312,6 +312,10 @@ impl Admin {
                 }
                 Ok(Reply::Rows(rs))
             }
+            AdminCommand::FlushQueryCache => {
+                let n = self.control.flush_query_cache();
+                Ok(Reply::ok_with(n, ""))
+            }
             AdminCommand::Pause => Ok(if self.control.pause() {
                 Reply::ok()
             } else {

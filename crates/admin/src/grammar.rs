@@ -103,6 +103,8 @@ pub enum AdminCommand {
     Resume,
     /// `PROXYSQL SHUTDOWN` / `WEIR SHUTDOWN`: stop the proxy.
     Shutdown,
+    /// `PROXYSQL FLUSH QUERY CACHE` / `WEIR FLUSH QUERY CACHE`: empty the query cache.
+    FlushQueryCache,
 }
 
 /// The outcome of [`parse`].
@@ -495,17 +497,20 @@ fn parse_copy(tokens: &[Token], load: bool) -> Result<AdminCommand, AdminParseEr
     })
 }
 
-/// `PROXYSQL|WEIR PAUSE|RESUME|SHUTDOWN`.
+/// `PROXYSQL|WEIR PAUSE|RESUME|SHUTDOWN|FLUSH QUERY CACHE`.
 fn parse_control(tokens: &[Token]) -> Result<AdminCommand, AdminParseError> {
     let cmd = match &tokens[1..] {
         [t] if t.is_kw("PAUSE") => Some(AdminCommand::Pause),
         [t] if t.is_kw("RESUME") => Some(AdminCommand::Resume),
         [t] if t.is_kw("SHUTDOWN") => Some(AdminCommand::Shutdown),
+        [f, q, c] if f.is_kw("FLUSH") && q.is_kw("QUERY") && c.is_kw("CACHE") => {
+            Some(AdminCommand::FlushQueryCache)
+        }
         _ => None,
     };
     cmd.ok_or_else(|| {
         AdminParseError::new(format!(
-            "{}: expected PAUSE, RESUME or SHUTDOWN, found {}",
+            "{}: expected PAUSE, RESUME, SHUTDOWN or FLUSH QUERY CACHE, found {}",
             tokens[0].raw.to_ascii_uppercase(),
             found(&tokens[1..])
         ))

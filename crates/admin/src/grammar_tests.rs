@@ -146,10 +146,13 @@ fn control_commands() {
     assert_eq!(cmd("WEIR PAUSE"), Pause);
     assert_eq!(cmd("weir Resume"), Resume);
     assert_eq!(cmd("WEIR SHUTDOWN;"), Shutdown);
+    assert_eq!(cmd("PROXYSQL FLUSH QUERY CACHE"), FlushQueryCache);
+    assert_eq!(cmd("weir flush query cache;"), FlushQueryCache);
     assert_eq!(
         err("PROXYSQL FLUSH LOGS"),
-        "PROXYSQL: expected PAUSE, RESUME or SHUTDOWN, found 'FLUSH LOGS'"
+        "PROXYSQL: expected PAUSE, RESUME, SHUTDOWN or FLUSH QUERY CACHE, found 'FLUSH LOGS'"
     );
+    assert!(err("PROXYSQL FLUSH QUERY").contains("found 'FLUSH QUERY'"));
     assert!(err("WEIR").contains("found end of statement"));
     assert!(err("PROXYSQL PAUSE NOW").contains("found 'PAUSE NOW'"));
 }

@@ -46,6 +46,9 @@ impl Control for ProxyControl {
         self.shared
             .digests
             .set_max_entries(runtime.mysql.query_digests_max_entries as usize);
+        self.shared
+            .cache
+            .set_capacity(weir_session::cache_bytes(&runtime));
         if let Some(rules) = rules {
             self.shared.rules.store(Arc::new(rules));
         }
@@ -80,6 +83,12 @@ impl Control for ProxyControl {
 
     fn shutdown(&self) {
         self.shutdown.cancel();
+    }
+
+    fn flush_query_cache(&self) -> u64 {
+        let n = self.shared.cache.clear();
+        tracing::info!(entries = n, "query cache flushed");
+        n
     }
 }
 

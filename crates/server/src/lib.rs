@@ -173,9 +173,10 @@ pub fn run(opts: Options) -> Result<(), StartError> {
                 source: e,
             })?;
         let stop = stop.clone();
+        let cache = shared.cache.clone();
         std::thread::Builder::new()
             .name("weir-admin".into())
-            .spawn(move || admin_thread(mine, admin, stop))
+            .spawn(move || admin_thread(mine, admin, cache, stop))
             .map_err(|e| StartError::Io {
                 context: "cannot start the admin thread".into(),
                 source: e,
@@ -299,11 +300,30 @@ fn worker(
     rt.shutdown_timeout(Duration::from_millis(100));
 }
 
+/// How often expired query cache entries are dropped.
+const CACHE_PURGE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Drops expired query cache entries every [`CACHE_PURGE_INTERVAL`] until weir stops, so
+/// that replies nobody asks for again do not hold memory until evicted.
+async fn purge_cache(cache: Arc<weir_cache::QueryCache>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(CACHE_PURGE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        cache.purge_expired(std::time::Instant::now());
+    }
+}
+
 /// The admin interface runs on its own thread and event loop, apart from client traffic, so
-/// a slow or huge admin query never delays a client's statement.
+/// a slow or huge admin query never delays a client's statement. The query cache's purge
+/// runs there too, for the same reason.
 fn admin_thread(
     listeners: Vec<listen::Listener>,
     admin: Arc<weir_admin::Admin>,
+    cache: Arc<weir_cache::QueryCache>,
     stop: CancellationToken,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -326,6 +346,7 @@ fn admin_thread(
                 Err(e) => tracing::error!(error = %e, "cannot register an admin listener"),
             }
         }
+        tokio::spawn(purge_cache(cache, stop.clone()));
         stop.cancelled().await;
     });
     rt.shutdown_timeout(Duration::from_millis(500));

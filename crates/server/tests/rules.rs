@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used)]
 mod common;
 
-use common::admin::{admin, admin_err, start, table, value, Row};
-use common::{opts_for, topo};
+use common::admin::{admin, admin_err, pool_queries, start, table, value, Row};
+use common::{connect_to, on_primary, topo};
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,29 +36,8 @@ fn hits_delta(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> BTreeM
         .collect()
 }
 
-/// Statements weir sent to backends (all servers, all hostgroups).
-fn pool_queries(w: &WeirProcess) -> u64 {
-    value(
-        w,
-        "SELECT COALESCE(SUM(Queries), 0) FROM stats_mysql_connection_pool",
-    )
-    .parse()
-    .unwrap()
-}
-
-async fn connect_as(w: &WeirProcess, user: &str, pass: &str, db: &str) -> Conn {
-    Conn::new(opts_for(w.port, user, pass, Some(db)))
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "connect through weir as {user} failed: {e}\n{}",
-                w.stderr_tail(20)
-            )
-        })
-}
-
 async fn connect(w: &WeirProcess) -> Conn {
-    connect_as(w, WEIR_USER, WEIR_PASS, "weirtest").await
+    connect_to(w, WEIR_USER, WEIR_PASS, "weirtest").await
 }
 
 /// The first column of `sql`'s first row: the server's port for `SELECT @@port ...`.
@@ -82,17 +61,6 @@ fn server_code(e: &mysql_async::Error) -> Option<(u16, String)> {
         mysql_async::Error::Server(s) => Some((s.code, s.message.clone())),
         _ => None,
     }
-}
-
-/// Runs DDL/DML on the primary as root and waits until both replicas applied it.
-fn on_primary(sql: &str) {
-    topo()
-        .primary
-        .exec(sql)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    topo()
-        .wait_replicas_caught_up(Duration::from_secs(30))
-        .unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,7 +304,7 @@ async fn digests_after_sysbench_and_reset() {
         }
         other => panic!("unexpected heaviest digest {other:?}"),
     };
-    let mut c = connect_as(&w, WEIR_USER, WEIR_PASS, db).await;
+    let mut c = connect_to(&w, WEIR_USER, WEIR_PASS, db).await;
     c.query_drop(query).await.unwrap();
     let routed = table(
         &w,
@@ -444,8 +412,8 @@ LOAD MYSQL QUERY RULES TO RUNTIME;",
         value(&w, "SELECT COUNT(*) FROM runtime_mysql_query_rules"),
         "20"
     );
-    let mut rw = connect_as(&w, "testuser_rw", "testpass", "rules004").await;
-    let mut other = connect_as(&w, WEIR_USER, WEIR_PASS, "rules004").await;
+    let mut rw = connect_to(&w, "testuser_rw", "testpass", "rules004").await;
+    let mut other = connect_to(&w, WEIR_USER, WEIR_PASS, "rules004").await;
     // (table, routed to hostgroup 600?, rules hit).
     let cases: [(u32, bool, &[u32]); 7] = [
         // sbtest1. → flagOUT 1100; rule 13 (sbtest12) of that chain applies.
@@ -824,7 +792,7 @@ LOAD MYSQL QUERY RULES TO RUNTIME;"
     );
     let mut c = connect(&w).await;
     assert_eq!(port_of(&mut c, "SELECT @@port").await, primary());
-    let mut ed = connect_as(&w, ED_USER, ED_PASS, "weirtest").await;
+    let mut ed = connect_to(&w, ED_USER, ED_PASS, "weirtest").await;
     assert!(replicas().contains(&port_of(&mut ed, "SELECT @@port").await));
     c.query_drop("USE sbtest").await.unwrap();
     assert!(replicas().contains(&port_of(&mut c, "SELECT @@port").await));

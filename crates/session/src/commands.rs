@@ -1,5 +1,6 @@
 //! One handler per client command.
 
+use crate::cache::{cacheable_statement, CacheRule, RunQuery};
 use crate::client::{ClientError, Command};
 use crate::exec::{kill_on_backend, Limits};
 use crate::relay::ReplyOutcome;
@@ -124,9 +125,28 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         }
-        let flow = self
-            .run_decided(cmd, &decision, m, pins, scan.use_schema, seq)
-            .await;
+        let cache_rule = CacheRule::from_decision(&decision).filter(|_| {
+            decision.error_msg.is_none()
+                && decision.ok_msg.is_none()
+                && cacheable_statement(&scan)
+                && self.cache_usable()
+        });
+        let flow = match cache_rule {
+            Some(rule) => {
+                let run = RunQuery {
+                    decision: &decision,
+                    mysql: m,
+                    pins,
+                    seq,
+                    limits_timeout: Limits::decided(&decision, m).timeout,
+                };
+                self.query_through_cache(cmd, run, rule).await
+            }
+            None => {
+                self.run_decided(cmd, &decision, m, pins, scan.use_schema, seq)
+                    .await
+            }
+        };
         if m.query_digests {
             self.record_digest(
                 digest,
@@ -204,7 +224,7 @@ impl Session {
 
     /// Carries out what the rules decided: answer locally, or route (hostgroup, rewrite,
     /// delay) and run the statement. `Ok(None)` when no backend answered.
-    async fn run_decided(
+    pub(crate) async fn run_decided(
         &mut self,
         cmd: Command,
         d: &weir_rules::Decision,
@@ -303,7 +323,11 @@ impl Session {
             .unwrap_or_else(std::time::Instant::now)
             .saturating_duration_since(self.cmd_started);
         let key = weir_stats::DigestKey {
-            hostgroup: self.hostgroup,
+            hostgroup: if self.cache_hit {
+                weir_stats::CACHE_HOSTGROUP
+            } else {
+                i64::from(self.hostgroup)
+            },
             schemaname: self.schema.as_deref().unwrap_or(""),
             username: &self.user.username,
             client_address: if track_hostname {

@@ -27,7 +27,9 @@
 
 use crate::client::{ClientError, Command};
 use crate::registry::Running;
-use crate::relay::{forward_command, relay_reply, RelayError, ReplyGuard, ReplyOutcome};
+use crate::relay::{
+    forward_command, relay_reply, Capture, RelayError, RelayExtras, ReplyGuard, ReplyOutcome,
+};
 use crate::session::{lost_backend, Session};
 use crate::GlobalStats;
 use std::pin::Pin;
@@ -160,6 +162,7 @@ async fn relay_timed(
     max: usize,
     target: KillTarget<'_>,
     client_stmt_id: Option<u32>,
+    capture: Option<&mut Capture>,
 ) -> Timed {
     let guard = ReplyGuard::default();
     let relay = async {
@@ -170,7 +173,11 @@ async fn relay_timed(
                 client_bytes: false,
                 next_seq: seq,
             })?;
-        relay_reply(client, conn, expect, seq, max, &guard, client_stmt_id).await
+        let extras = RelayExtras {
+            client_stmt_id,
+            capture,
+        };
+        relay_reply(client, conn, expect, seq, max, &guard, extras).await
     };
     tokio::pin!(relay);
     tokio::select! {
@@ -303,6 +310,7 @@ impl Session {
             max,
             target,
             self.reply_stmt_id,
+            self.capture.as_mut(),
         )
         .await;
         self.clear_running();

@@ -7,6 +7,7 @@
 
 mod activity;
 mod auth;
+mod cache;
 pub mod client;
 mod commands;
 mod exec;
@@ -57,15 +58,23 @@ pub struct Shared {
     pub statements: stmt::StmtRegistry,
     /// The monitor's check results (the `monitor` schema's log tables).
     pub monitor_log: Arc<weir_stats::MonitorLog>,
+    /// Replies of queries whose rules set cache_ttl (bounded by mysql-query_cache_size_MB).
+    pub cache: Arc<weir_cache::QueryCache>,
     /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
     /// weir can log in to backends as them.
     learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
+}
+
+/// The query cache's byte budget from mysql-query_cache_size_MB.
+pub fn cache_bytes(runtime: &Runtime) -> u64 {
+    u64::from(runtime.mysql.query_cache_size_mb) << 20
 }
 
 impl Shared {
     /// Shared state around a runtime snapshot and a pool.
     pub fn new(runtime: Arc<Runtime>, pool: Arc<Pool>) -> Arc<Shared> {
         let max_digests = runtime.mysql.query_digests_max_entries as usize;
+        let cache = Arc::new(weir_cache::QueryCache::new(cache_bytes(&runtime)));
         Arc::new(Shared {
             runtime: ArcSwap::new(runtime),
             pool,
@@ -79,6 +88,7 @@ impl Shared {
             digests: weir_stats::DigestStats::new(weir_pool::worker::count(), max_digests),
             statements: stmt::StmtRegistry::default(),
             monitor_log: Arc::new(weir_stats::MonitorLog::new()),
+            cache,
             learned_stage1: Mutex::new(HashMap::new()),
         })
     }

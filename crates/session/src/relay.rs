@@ -103,6 +103,55 @@ impl ReplyGuard {
     }
 }
 
+/// A copy of a reply taken while it is relayed, for the query cache: whole packets as the
+/// backend sent them (classic EOFs, sequence ids as relayed), up to a size limit.
+#[derive(Debug, Default)]
+pub struct Capture {
+    /// The reply's bytes so far; emptied when the limit is passed.
+    pub buf: BytesMut,
+    /// The most bytes kept.
+    pub limit: usize,
+    /// Whether the reply went over the limit (or could not be kept): nothing to store.
+    pub overflow: bool,
+}
+
+impl Capture {
+    /// A capture of at most `limit` bytes.
+    pub fn new(limit: usize) -> Capture {
+        Capture {
+            buf: BytesMut::new(),
+            limit,
+            overflow: false,
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        if self.overflow {
+            return;
+        }
+        if self.buf.len() + bytes.len() > self.limit {
+            self.overflow = true;
+            self.buf = BytesMut::new();
+            return;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    fn restart(&mut self) {
+        self.buf.clear();
+        self.overflow = false;
+    }
+}
+
+/// What a relay does besides passing the reply on.
+#[derive(Debug, Default)]
+pub struct RelayExtras<'a> {
+    /// For a COM_STMT_PREPARE: the statement id the client gets instead of the server's.
+    pub client_stmt_id: Option<u32>,
+    /// Keep a copy of the reply here.
+    pub capture: Option<&'a mut Capture>,
+}
+
 struct Relay<'a> {
     client: &'a mut ClientConn,
     conn: &'a mut BackendConn,
@@ -114,21 +163,25 @@ struct Relay<'a> {
     out: ReplyOutcome,
     max_packet: usize,
     client_stmt_id: Option<u32>,
+    capture: Option<&'a mut Capture>,
 }
 
 /// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
 /// client expects for the first reply packet; `guard` says whether it still goes to the client.
-/// For a COM_STMT_PREPARE, `client_stmt_id` replaces the server's statement id in the reply.
-pub async fn relay_reply(
-    client: &mut ClientConn,
-    conn: &mut BackendConn,
+pub async fn relay_reply<'a>(
+    client: &'a mut ClientConn,
+    conn: &'a mut BackendConn,
     expect: Expect,
     client_seq: u8,
     max_packet: usize,
-    guard: &ReplyGuard,
-    client_stmt_id: Option<u32>,
+    guard: &'a ReplyGuard,
+    extras: RelayExtras<'a>,
 ) -> Result<ReplyOutcome, RelayError> {
     let deprecate_eof = client.caps & cap::DEPRECATE_EOF != 0;
+    let mut capture = extras.capture;
+    if let Some(c) = capture.as_deref_mut() {
+        c.restart();
+    }
     let mut r = Relay {
         client,
         conn,
@@ -139,7 +192,8 @@ pub async fn relay_reply(
         client_quiet: false,
         out: ReplyOutcome::default(),
         max_packet,
-        client_stmt_id,
+        client_stmt_id: extras.client_stmt_id,
+        capture,
     };
     r.run().await?;
     r.out.status = r.tracker.last_status();
@@ -179,10 +233,19 @@ impl Relay<'_> {
         Ok(())
     }
 
+    /// Drops the first `pos` bytes of the read buffer, relayed or skipped, keeping a copy
+    /// when capturing.
+    fn consume(&mut self, pos: usize) {
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.take(&self.conn.rbuf[..pos]);
+        }
+        self.conn.rbuf.advance(pos);
+    }
+
     /// Flushes forwarded bytes, drops them from the buffer and reads more from the backend.
     async fn refill(&mut self, flush_from: usize, pos: usize) -> Result<(), RelayError> {
         self.write_client(flush_from, pos).await?;
-        self.conn.rbuf.advance(pos);
+        self.consume(pos);
         loop {
             // Watch the client too: one that hangs up mid-statement must not leave the
             // statement (and its transaction) running on the backend until it ends by itself.
@@ -237,7 +300,11 @@ impl Relay<'_> {
             }
             if self.tracker.awaits_local_infile() {
                 self.write_client(flush_from, pos).await?;
-                self.conn.rbuf.advance(pos);
+                self.consume(pos);
+                if let Some(c) = self.capture.as_deref_mut() {
+                    // A LOAD DATA reply is no cacheable result.
+                    c.overflow = true;
+                }
                 pos = 0;
                 flush_from = 0;
                 self.local_infile().await?;
@@ -324,7 +391,7 @@ impl Relay<'_> {
             }
         }
         self.write_client(flush_from, pos).await?;
-        self.conn.rbuf.advance(pos);
+        self.consume(pos);
         Ok(())
     }
 

@@ -71,6 +71,12 @@ pub struct Session {
     pub(crate) hold_until: Option<tokio::time::Instant>,
     /// The statement timer, reset for each command sent to a backend (see `exec`).
     pub(crate) timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The query cache key of the current statement; reused across statements.
+    pub(crate) cache_key: Vec<u8>,
+    /// Where the reply of a statement that fills the query cache is copied while relayed.
+    pub(crate) capture: Option<crate::relay::Capture>,
+    /// Whether the query cache answered the current command.
+    pub(crate) cache_hit: bool,
 }
 
 /// A statement prepared by the client.
@@ -85,6 +91,8 @@ pub(crate) struct Prepared {
     pub(crate) digest: u64,
     /// Its digest text.
     pub(crate) digest_text: Box<[u8]>,
+    /// What a query rule said about caching its executions, when it is cacheable at all.
+    pub(crate) cache: Option<crate::cache::CacheRule>,
     /// The statement in the global registry.
     pub(crate) global: Arc<crate::stmt::GlobalStmt>,
     /// The hostgroup the rules sent it to when it was prepared; its executions go there.
@@ -221,6 +229,9 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         flag_in: 0,
         hold_until: None,
         timer: Box::pin(tokio::time::sleep(Duration::MAX)),
+        cache_key: Vec::new(),
+        capture: None,
+        cache_hit: false,
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
@@ -299,6 +310,7 @@ impl Session {
     pub(crate) fn begin_command(&mut self, cmd: &Command, started: Instant) {
         self.counted = None;
         self.reply_end = None;
+        self.cache_hit = false;
         self.cmd_started = started;
         let code = cmd.code();
         // The text is in the first frame: a command split into frames has 16 MiB there.

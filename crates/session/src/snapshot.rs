@@ -182,6 +182,7 @@ fn global_rows(
         .iter()
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
         .sum();
+    let qc = shared.cache.stats();
     let rows: [(&str, u64); 32] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("Active_Transactions", gauges.in_transaction),
@@ -238,15 +239,14 @@ fn global_rows(
         ("Query_retries", get(&st.query_retries)),
         ("Query_timeouts", get(&st.query_timeouts)),
         ("Slow_queries", get(&st.slow_queries)),
-        // No query cache yet.
-        ("Query_Cache_Memory_bytes", 0),
-        ("Query_Cache_count_GET", 0),
-        ("Query_Cache_count_GET_OK", 0),
-        ("Query_Cache_count_SET", 0),
-        ("Query_Cache_bytes_IN", 0),
-        ("Query_Cache_bytes_OUT", 0),
-        ("Query_Cache_Purged", 0),
-        ("Query_Cache_Entries", 0),
+        ("Query_Cache_Memory_bytes", qc.memory_bytes),
+        ("Query_Cache_count_GET", qc.count_get),
+        ("Query_Cache_count_GET_OK", qc.count_get_ok),
+        ("Query_Cache_count_SET", qc.count_set),
+        ("Query_Cache_bytes_IN", qc.bytes_in),
+        ("Query_Cache_bytes_OUT", qc.bytes_out),
+        ("Query_Cache_Purged", qc.purged),
+        ("Query_Cache_Entries", qc.entries),
     ];
     rows.iter()
         .map(|(k, v)| ((*k).to_string(), v.to_string()))

@@ -84,6 +84,9 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         flag_in: 0,
         hold_until: None,
         timer: Box::pin(tokio::time::sleep(std::time::Duration::MAX)),
+        cache_key: Vec::new(),
+        capture: None,
+        cache_hit: false,
     };
     (s, reg)
 }
@@ -170,6 +173,7 @@ async fn executes_count_under_the_prepared_statement_command() {
             param_types: None,
             long_data: Vec::new(),
             cursor: false,
+            cache: None,
         },
     );
     let started = Instant::now();

@@ -124,6 +124,25 @@ fn bound_flag_offset(payload: &[u8], params: u16) -> Option<usize> {
     (payload.len() > at).then_some(at)
 }
 
+/// The parts of an execute packet that make one execution differ from another besides the
+/// parameter types: flags, iteration count, null bitmap and values. `None` when the packet is
+/// shorter than its statement's parameters say.
+fn execute_params(payload: &[u8], params: u16) -> Option<Vec<u8>> {
+    let head = payload.get(5..10)?;
+    let mut out = head.to_vec();
+    let Some(at) = bound_flag_offset(payload, params) else {
+        return (params == 0).then_some(out);
+    };
+    out.extend_from_slice(&payload[10..at]);
+    let values_at = if payload[at] == 1 {
+        at + 1 + 2 * usize::from(params)
+    } else {
+        at + 1
+    };
+    out.extend_from_slice(payload.get(values_at..)?);
+    Some(out)
+}
+
 /// The execute packet for a connection that knows the statement as `server_id`, with the
 /// parameter types added when the client sent none this time (they are bound per connection).
 fn execute_for(payload: &[u8], server_id: u32, p: &Prepared) -> Command {
@@ -179,12 +198,14 @@ impl Session {
     /// recorded in the global registry; the client gets weir's statement id.
     pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
-        let (command, info) = {
+        let (command, info, cacheable) = {
             let p = cmd.payload();
             let q = p.get(1..).unwrap_or_default();
             let mut text = String::new();
             crate::activity::fill_info(&mut text, q);
-            (weir_sql::scan(q).command, text.into_boxed_str())
+            let scan = weir_sql::scan(q);
+            let cacheable = crate::cache::cacheable_statement(&scan);
+            (scan.command, text.into_boxed_str(), cacheable)
         };
         let rt = self.shared.runtime.load_full();
         // The digest is computed whatever happens: executions are counted under it.
@@ -238,6 +259,8 @@ impl Session {
                     timeout,
                     digest,
                     digest_text: self.digest_buf.as_slice().into(),
+                    cache: crate::cache::CacheRule::from_decision(&self.decision)
+                        .filter(|_| cacheable && !tied),
                     global,
                     hostgroup: self.hostgroup,
                     param_types: None,
@@ -251,7 +274,7 @@ impl Session {
     }
 
     /// COM_STMT_EXECUTE on whichever connection the session gets, the statement prepared
-    /// there first if needed.
+    /// there first if needed; answered from the query cache when a rule caches it.
     pub(crate) async fn execute(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         let id = statement_id(&cmd);
@@ -273,24 +296,130 @@ impl Session {
             }
         }
         let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
-        let hostgroup = p.hostgroup;
+        let cache_rule = p
+            .cache
+            .filter(|_| !wants_cursor && !p.cursor && p.long_data.is_empty());
+        let outcome = match cache_rule.filter(|_| self.cache_usable()) {
+            Some(rule) if self.execute_key_for(id, &payload) => {
+                self.execute_through_cache(id, &payload, seq, rule).await?
+            }
+            _ => self.execute_on_backend(id, &payload, seq).await?,
+        };
+        let Some(outcome) = outcome else {
+            return Ok(Flow::Continue);
+        };
+        if !self.cache_hit {
+            let opened = wants_cursor && o_cursor(&outcome);
+            if let Some(p) = self.prepared.get_mut(&id) {
+                // The server forgets long data once a statement ran.
+                p.long_data.clear();
+                p.cursor = opened;
+            }
+            self.update_cursor_pin();
+        }
+        let m = &self.shared.runtime.load().mysql;
+        if m.query_digests {
+            let track = m.query_digests_track_hostname;
+            if let Some(p) = self.prepared.get(&id) {
+                self.record_digest_text(p.digest, &p.digest_text, track, Some(&outcome));
+            }
+        }
+        if !self.cache_hit {
+            self.after_reply(&outcome, 0, None);
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Builds the cache key of an execution of statement `id`; false when it has none (the
+    /// packet is malformed, or no parameter types were ever sent).
+    fn execute_key_for(&mut self, id: u32, payload: &[u8]) -> bool {
+        let Some(p) = self.prepared.get(&id) else {
+            return false;
+        };
+        let global = p.global.clone();
+        let types = p.param_types.clone();
+        let params = match execute_params(payload, global.params) {
+            Some(v) => v,
+            None => return false,
+        };
+        let types = match (global.params, &types) {
+            (0, _) => &[][..],
+            (_, Some(t)) => &t[..],
+            (_, None) => return false,
+        };
+        self.execute_key(&global.text, types, &params);
+        true
+    }
+
+    /// Runs an execution through the cache (the key is in `self.cache_key`).
+    async fn execute_through_cache(
+        &mut self,
+        id: u32,
+        payload: &[u8],
+        seq: u8,
+        rule: crate::cache::CacheRule,
+    ) -> Result<Option<crate::relay::ReplyOutcome>, ClientError> {
+        if let Some(o) = self.try_cached(seq).await? {
+            return Ok(Some(o));
+        }
+        let cache = self.shared.cache.clone();
+        let wait = match rule.wait {
+            Some(w) => w,
+            None => self.execute_limits(id).timeout,
+        };
+        let lookup = cache.wait_or_fill(&self.cache_key, wait).await;
+        let r = match lookup {
+            weir_cache::Lookup::Hit(reply) => match self.send_cached(&reply, seq).await? {
+                Some(o) => Ok(Some(o)),
+                None => self.execute_on_backend(id, payload, seq).await,
+            },
+            weir_cache::Lookup::Bypass => self.execute_on_backend(id, payload, seq).await,
+            weir_cache::Lookup::Fill(fill) => {
+                self.begin_fill();
+                let r = self.execute_on_backend(id, payload, seq).await;
+                let outcome = r.as_ref().ok().and_then(|o| o.as_ref());
+                self.end_fill(fill, outcome, &rule);
+                r
+            }
+        };
+        r
+    }
+
+    /// The timeout and retries of statement `id`'s executions: the rule's from PREPARE.
+    fn execute_limits(&self, id: u32) -> Limits {
         let mut limits = Limits::defaults(&self.shared.runtime.load().mysql);
-        if let Some((timeout, rule)) = p.timeout {
+        if let Some((timeout, rule)) = self.prepared.get(&id).and_then(|p| p.timeout) {
             limits.timeout = timeout;
             limits.timeout_rule = Some(rule);
         }
+        limits
+    }
+
+    /// Runs an execution on a backend, preparing the statement there first if needed, with
+    /// retries on another connection. `None` when the client was answered with an error.
+    async fn execute_on_backend(
+        &mut self,
+        id: u32,
+        payload: &[u8],
+        seq: u8,
+    ) -> Result<Option<crate::relay::ReplyOutcome>, ClientError> {
+        let Some(p) = self.prepared.get(&id) else {
+            return Ok(None);
+        };
+        let hostgroup = p.hostgroup;
         // A statement with an open cursor runs again where the cursor is.
         if !p.cursor {
             self.route_to(hostgroup);
         }
+        let limits = self.execute_limits(id);
         let mut retries = limits.retries;
-        let outcome = loop {
+        loop {
             if self.acquire(seq).await?.is_none() {
-                return Ok(Flow::Continue);
+                return Ok(None);
             }
             let server_id = match self.ensure_prepared(id, seq).await? {
                 Ensure::Ready(sid) => sid,
-                Ensure::Refused => return Ok(Flow::Continue),
+                Ensure::Refused => return Ok(None),
                 Ensure::Lost(e) if retries > 0 && !self.tied() => {
                     retries -= 1;
                     GlobalStats::inc(&self.shared.stats.query_retries);
@@ -303,13 +432,13 @@ impl Session {
                     if tied {
                         return Err(ClientError::Closed);
                     }
-                    return Ok(Flow::Continue);
+                    return Ok(None);
                 }
             };
             let Some(p) = self.prepared.get(&id) else {
-                return Ok(Flow::Continue);
+                return Ok(None);
             };
-            let exec = execute_for(&payload, server_id, p);
+            let exec = execute_for(payload, server_id, p);
             if !p.long_data.is_empty() {
                 let mut out = bytes::BytesMut::new();
                 for chunk in &p.long_data {
@@ -328,41 +457,25 @@ impl Session {
                         continue;
                     }
                     self.client.send_err(seq, &lost_backend(&e)).await?;
-                    return Ok(Flow::Continue);
+                    return Ok(None);
                 }
             }
             match self
                 .exchange(&exec, Expect::ResultSets, seq, &limits)
                 .await?
             {
-                Step::Replied(o) => break o,
-                Step::Answered => return Ok(Flow::Continue),
+                Step::Replied(o) => return Ok(Some(o)),
+                Step::Answered => return Ok(None),
                 Step::Failed(f) if f.retryable && retries > 0 => {
                     retries -= 1;
                     GlobalStats::inc(&self.shared.stats.query_retries);
                 }
                 Step::Failed(f) => {
                     self.report_failure(f).await?;
-                    return Ok(Flow::Continue);
+                    return Ok(None);
                 }
             }
-        };
-        let opened = wants_cursor && o_cursor(&outcome);
-        if let Some(p) = self.prepared.get_mut(&id) {
-            // The server forgets long data once a statement ran.
-            p.long_data.clear();
-            p.cursor = opened;
         }
-        self.update_cursor_pin();
-        let m = &self.shared.runtime.load().mysql;
-        if m.query_digests {
-            let track = m.query_digests_track_hostname;
-            if let Some(p) = self.prepared.get(&id) {
-                self.record_digest_text(p.digest, &p.digest_text, track, Some(&outcome));
-            }
-        }
-        self.after_reply(&outcome, 0, None);
-        Ok(Flow::Continue)
     }
 
     /// Prepares statement `id` on the held connection unless it already is.
@@ -579,6 +692,28 @@ mod tests {
         let changed = r.intern("u", Some("db"), b"SELECT ?", 1, 2);
         assert_ne!(a.id, changed.id);
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn execute_params_leave_out_the_id_and_the_types() {
+        // 2 params, types bound: id, flags, iterations, bitmap, flag 1, 4 type bytes, values.
+        let with_types = [
+            0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0b10, 1, 3, 0, 15, 0, 7, 0, 0, 0,
+        ];
+        let without = [0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0, 0b10, 0, 7, 0, 0, 0];
+        let a = execute_params(&with_types, 2).unwrap();
+        assert_eq!(a, execute_params(&without, 2).unwrap());
+        assert_eq!(a, [0, 1, 0, 0, 0, 0b10, 7, 0, 0, 0]);
+        let other_value = [0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0, 0b10, 0, 8, 0, 0, 0];
+        assert_ne!(a, execute_params(&other_value, 2).unwrap());
+        assert_eq!(
+            execute_params(&[0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0], 0)
+                .unwrap()
+                .len(),
+            5
+        );
+        assert_eq!(execute_params(&without[..10], 2), None);
+        assert_eq!(execute_params(&with_types[..13], 2), None);
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub struct QueryScan {
     pub text_prepare: Option<TextPrepare>,
     /// ProxySQL's command for the first statement (stats_mysql_commands_counters).
     pub command: SqlCommand,
+    /// Whether a statement is a locking read: FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE.
+    pub locking_read: bool,
+    /// Whether the word INTO appears (`SELECT ... INTO @v / OUTFILE / DUMPFILE`, INSERT INTO).
+    pub into: bool,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -117,6 +121,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
         unlock_tables: false,
         text_prepare: None,
         command: SqlCommand::Unknown,
+        locking_read: false,
+        into: false,
     };
     // Words of the current statement we still want to look at (its first four).
     let mut words: [&[u8]; 4] = [&[]; 4];
@@ -126,6 +132,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
     // Whether the previous word was INTO (`SELECT ... INTO @v` assigns a user variable).
     let mut after_into = false;
     let mut for_update = false;
+    // How far `LOCK IN SHARE MODE` has been read: 1 after LOCK, 2 after LOCK IN.
+    let mut lock_in_share = 0u8;
     let mut stmt_start = 0usize;
     let mut i = 0usize;
     let n = q.len();
@@ -248,6 +256,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 after_into = false;
             }
             b';' => {
+                out.locking_read |= for_update;
                 let kind = finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
                 after_statement(&mut out, kind, stmt_user_var);
                 stmt_user_var = false;
@@ -272,9 +281,20 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     after_for = true;
                 } else {
                     for_update |= after_for && w.eq_ignore_ascii_case(b"UPDATE");
+                    out.locking_read |= after_for && w.eq_ignore_ascii_case(b"SHARE");
                     after_for = false;
                 }
+                lock_in_share = match lock_in_share {
+                    _ if w.eq_ignore_ascii_case(b"LOCK") => 1,
+                    1 if w.eq_ignore_ascii_case(b"IN") => 2,
+                    2 if w.eq_ignore_ascii_case(b"SHARE") => {
+                        out.locking_read = true;
+                        0
+                    }
+                    _ => 0,
+                };
                 after_into = w.len() == 4 && w.eq_ignore_ascii_case(b"INTO");
+                out.into |= after_into;
                 if w.len() >= 9 {
                     if w.eq_ignore_ascii_case(b"GET_LOCK")
                         || w.eq_ignore_ascii_case(b"RELEASE_LOCK")
@@ -301,6 +321,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
             _ => i += 1,
         }
     }
+    out.locking_read |= for_update;
     let end = n.min(q.len());
     let kind = finish(
         &mut out,
@@ -496,6 +517,29 @@ mod tests {
         assert_eq!(scan(b"KILL QUERY 12").kill, Some((true, 12)));
         assert_eq!(scan(b"kill 7").kill, Some((false, 7)));
         assert_eq!(scan(b"kill connection 7").kill, Some((false, 7)));
+    }
+
+    #[test]
+    fn locking_reads_and_into() {
+        for q in [
+            "SELECT * FROM t WHERE id = 1 FOR UPDATE",
+            "select c from t for share",
+            "SELECT c FROM t LOCK IN SHARE MODE",
+            "select 1; select c from t where id=2 for update",
+        ] {
+            assert!(scan(q.as_bytes()).locking_read, "{q}");
+        }
+        for q in [
+            "SELECT c FROM t WHERE id = 1",
+            "SELECT 'for update' FROM t",
+            "SELECT `lock`, `in`, share FROM t",
+            "SELECT c FROM t /* FOR UPDATE */",
+        ] {
+            assert!(!scan(q.as_bytes()).locking_read, "{q}");
+        }
+        assert!(scan(b"SELECT c INTO @v FROM t").into);
+        assert!(scan(b"SELECT c FROM t INTO OUTFILE '/tmp/x'").into);
+        assert!(!scan(b"SELECT 'into' FROM t").into);
     }
 
     proptest! {

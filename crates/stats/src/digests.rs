@@ -25,14 +25,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+/// The hostgroup of executions the query cache answered, as ProxySQL shows them.
+pub const CACHE_HOSTGROUP: i64 = -1;
+
 /// Default of `mysql-query_digests_max_entries`.
 pub const DEFAULT_MAX_DIGEST_ENTRIES: usize = 100_000;
 
 /// What one row of the digest table groups executions by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DigestKey<'a> {
-    /// Hostgroup the statement was sent to.
-    pub hostgroup: u32,
+    /// Hostgroup the statement was sent to; [`CACHE_HOSTGROUP`] when the query cache answered.
+    pub hostgroup: i64,
     /// Schema the session was in ('' when none).
     pub schemaname: &'a str,
     /// Client user.
@@ -87,7 +90,7 @@ impl Counters {
 /// One key's fields and counters. Cloning it (for a snapshot) copies no text.
 #[derive(Debug, Clone)]
 struct Entry {
-    hostgroup: u32,
+    hostgroup: i64,
     digest: u64,
     /// Ends of schemaname, username and client_address in `text`.
     ends: [usize; 3],
@@ -432,7 +435,7 @@ fn merged_rows(mut entries: Vec<Entry>) -> Vec<DigestRow> {
     entries.iter().map(Entry::row).collect()
 }
 
-fn sort_key(e: &Entry) -> (u32, &[u8], &[u8], &[u8], u64) {
+fn sort_key(e: &Entry) -> (i64, &[u8], &[u8], &[u8], u64) {
     (
         e.hostgroup,
         e.schemaname(),

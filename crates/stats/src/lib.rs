@@ -15,7 +15,7 @@ mod shard;
 mod snapshot;
 
 pub use commands::{CommandCounters, BUCKET_BOUNDS_US, BUCKET_NAMES};
-pub use digests::{DigestKey, DigestStats, DEFAULT_MAX_DIGEST_ENTRIES};
+pub use digests::{DigestKey, DigestStats, CACHE_HOSTGROUP, DEFAULT_MAX_DIGEST_ENTRIES};
 pub use errors::{ErrorKey, ErrorLog, MAX_ERROR_ENTRIES};
 pub use monitor::{MonitorCheck, MonitorLog, MonitorRow, MAX_MONITOR_ROWS};
 pub use snapshot::{

@@ -149,8 +149,8 @@ pub struct PoolRow {
 /// and their digest.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DigestRow {
-    /// Hostgroup the statement was sent to.
-    pub hostgroup: u32,
+    /// Hostgroup the statement was sent to; -1 when the query cache answered.
+    pub hostgroup: i64,
     /// Schema the session was in ('' when none).
     pub schemaname: String,
     /// Client user.

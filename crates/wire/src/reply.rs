@@ -356,6 +356,9 @@ impl ReplyTracker {
     }
 }
 
+mod replay;
+pub use replay::{replay, Replayed};
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;

@@ -76,3 +76,13 @@ pub fn value(w: &WeirProcess, sql: &str) -> String {
     assert_eq!(rows.len(), 1, "{sql} returned {rows:?}");
     rows[0].values().next().cloned().unwrap()
 }
+
+/// Statements weir sent to backends (all servers, all hostgroups).
+pub fn pool_queries(w: &WeirProcess) -> u64 {
+    value(
+        w,
+        "SELECT COALESCE(SUM(Queries), 0) FROM stats_mysql_connection_pool",
+    )
+    .parse()
+    .unwrap()
+}

@@ -57,6 +57,29 @@ pub async fn connect_db(db: Option<&str>) -> Conn {
         })
 }
 
+/// A mysql_async connection through the weir `w` as `user`, in schema `db`.
+pub async fn connect_to(w: &WeirProcess, user: &str, pass: &str, db: &str) -> Conn {
+    Conn::new(opts_for(w.port, user, pass, Some(db)))
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "connect through weir as {user} failed: {e}\n{}",
+                w.stderr_tail(20)
+            )
+        })
+}
+
+/// Runs DDL/DML on the primary as root and waits until both replicas applied it.
+pub fn on_primary(sql: &str) {
+    topo()
+        .primary
+        .exec(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    topo()
+        .wait_replicas_caught_up(std::time::Duration::from_secs(30))
+        .unwrap();
+}
+
 /// Runs the mariadb CLI against the shared weir; returns (status success, stdout, stderr).
 pub fn cli(args: &[&str], sql: &str) -> (bool, String, String) {
     cli_at(weir().port, args, sql)

@@ -81,6 +81,25 @@ impl SessionVars {
         self.system.is_empty() && self.user.is_empty()
     }
 
+    /// A hash of everything set, equal for equal states: the query cache keys replies by it,
+    /// since any of these may change a result's bytes (charset, time_zone, sql_mode, a user
+    /// variable the query reads...). 0 when nothing is set.
+    pub fn fingerprint(&self) -> u64 {
+        use xxhash_rust::xxh3::xxh3_64_with_seed;
+        let mut h = 0u64;
+        for s in &self.system {
+            h = xxh3_64_with_seed(s.key.as_bytes(), h);
+            h = xxh3_64_with_seed(s.value.as_bytes(), h);
+        }
+        for (name, value) in &self.user {
+            // A marker between the two lists: a user variable never hashes like a slot.
+            h = xxh3_64_with_seed(b"@", h);
+            h = xxh3_64_with_seed(name.as_bytes(), h);
+            h = xxh3_64_with_seed(value.as_bytes(), h);
+        }
+        h
+    }
+
     /// autocommit as set (Some(false) after SET autocommit=0/OFF/false), None when never set or
     /// reset to DEFAULT.
     pub fn autocommit(&self) -> Option<bool> {

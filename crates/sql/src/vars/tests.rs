@@ -321,3 +321,22 @@ proptest! {
         prop_assert_eq!(&conn.user, &client.user, "{:?}", replay);
     }
 }
+
+#[test]
+fn fingerprint_follows_the_state_not_its_history() {
+    assert_eq!(SessionVars::default().fingerprint(), 0);
+    let a = state(&["SET NAMES latin1", "SET time_zone = '+00:00'"]);
+    let b = state(&["SET time_zone='+00:00'", "SET NAMES latin1"]);
+    assert_eq!(a.fingerprint(), b.fingerprint());
+    let c = state(&["SET NAMES utf8mb4", "SET time_zone = '+00:00'"]);
+    assert_ne!(a.fingerprint(), c.fingerprint());
+    let d = state(&["SET NAMES latin1", "SET time_zone = '+00:00'", "SET @v = 1"]);
+    assert_ne!(a.fingerprint(), d.fingerprint());
+    let back = state(&[
+        "SET NAMES latin1",
+        "SET time_zone = '+00:00'",
+        "SET @v = 1",
+        "SET @v = NULL",
+    ]);
+    assert_eq!(a.fingerprint(), back.fingerprint());
+}

@@ -1,0 +1,485 @@
+//! The query cache end to end: rules with cache_ttl typed into the admin interface, traffic
+//! through weir with mysql_async (text queries and prepared statements) and a raw client, and
+//! the server itself asked what ran there (a SEQUENCE's NEXTVAL counts executions).
+//!
+//! Every test starts its own weir in front of the shared topology, so that one test's rules
+//! and cache do not answer another's queries.
+#![allow(clippy::unwrap_used)]
+mod common;
+
+use common::admin::{admin, pool_queries, start, table};
+use common::raw::RawClient;
+use common::{connect_to, on_primary, topo};
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use weir_testkit::{WeirProcess, ED_PASS, ED_USER, WEIR_PASS, WEIR_USER};
+
+/// Query_Cache_* counters of stats_mysql_global, names without the prefix.
+fn cache_stats(w: &WeirProcess) -> BTreeMap<String, u64> {
+    table(
+        w,
+        "SELECT Variable_Name, Variable_Value FROM stats_mysql_global WHERE Variable_Name LIKE 'Query_Cache%'",
+    )
+    .iter()
+    .map(|r| {
+        (
+            r["Variable_Name"]["Query_Cache_".len()..].to_string(),
+            r["Variable_Value"].parse().unwrap(),
+        )
+    })
+    .collect()
+}
+
+async fn connect(w: &WeirProcess) -> Conn {
+    connect_to(w, WEIR_USER, WEIR_PASS, "weirtest").await
+}
+
+/// A weir with one rule caching what matches `pattern` for `ttl_ms`.
+fn weir_caching(pattern: &str, ttl_ms: u32) -> WeirProcess {
+    let w = start("");
+    admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
+             VALUES (1, 1, '{pattern}', {ttl_ms}, 1); LOAD MYSQL QUERY RULES TO RUNTIME;"
+        ),
+    );
+    w
+}
+
+async fn one_string(c: &mut Conn, sql: &str) -> String {
+    c.query_first::<String, _>(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or_else(|| panic!("{sql}: no row"))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hits_misses_and_ttl() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_hits (id INT PRIMARY KEY, v VARCHAR(20)); \
+         INSERT INTO weirtest.cache_hits VALUES (1, 'one'), (2, 'two')",
+    );
+    let w = weir_caching("^SELECT v FROM cache_hits", 1500);
+    let mut c = connect(&w).await;
+    let before = pool_queries(&w);
+    let q = "SELECT v FROM cache_hits WHERE id = 1";
+    assert_eq!(one_string(&mut c, q).await, "one");
+    let after_miss = pool_queries(&w);
+    assert_eq!(after_miss - before, 1, "the miss runs on a backend");
+    for _ in 0..20 {
+        assert_eq!(one_string(&mut c, q).await, "one");
+    }
+    assert_eq!(pool_queries(&w), after_miss, "hits do not reach a backend");
+    let s = cache_stats(&w);
+    assert_eq!(s["count_GET"], 21);
+    assert_eq!(s["count_GET_OK"], 20);
+    assert_eq!(s["count_SET"], 1);
+    assert_eq!(s["Entries"], 1);
+    assert!(s["bytes_IN"] > 0 && s["bytes_OUT"] == 20 * s["bytes_IN"]);
+    assert!(s["Memory_bytes"] >= s["bytes_IN"]);
+
+    // A query no rule caches, and another text, are separate.
+    assert_eq!(
+        one_string(&mut c, "SELECT v FROM cache_hits WHERE id = 2").await,
+        "two"
+    );
+    assert_eq!(
+        c.query_first::<String, _>("select v from cache_hits where id = 1")
+            .await
+            .unwrap()
+            .unwrap(),
+        "one"
+    );
+    assert_eq!(
+        one_string(&mut c, "/* other */ SELECT v FROM cache_hits WHERE id = 1").await,
+        "one"
+    );
+    assert_eq!(
+        cache_stats(&w)["count_SET"],
+        3,
+        "a cached text is its own key"
+    );
+
+    // A stale hit until the TTL runs out, then the new value.
+    on_primary("UPDATE weirtest.cache_hits SET v = 'uno' WHERE id = 1");
+    assert_eq!(one_string(&mut c, q).await, "one", "served from the cache");
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(one_string(&mut c, q).await, "uno", "expired: read again");
+
+    // The digest table shows hits in hostgroup -1, as ProxySQL does.
+    let rows = table(
+        &w,
+        "SELECT hostgroup, count_star FROM stats_mysql_query_digest WHERE digest_text = 'SELECT v FROM cache_hits WHERE id = ?' ORDER BY hostgroup",
+    );
+    let by_hg: BTreeMap<&str, &str> = rows
+        .iter()
+        .map(|r| (r["hostgroup"].as_str(), r["count_star"].as_str()))
+        .collect();
+    // 20 hits and the stale one; on the primary the first miss, id = 2, the commented text
+    // (same digest) and the miss after expiry.
+    assert_eq!(by_hg.get("-1"), Some(&"21"), "{rows:?}");
+    assert_eq!(by_hg.get("0"), Some(&"4"), "{rows:?}");
+
+    // Expired entries are purged in the background.
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    let s = cache_stats(&w);
+    assert_eq!(s["Entries"], 0, "{s:?}");
+    assert!(s["Purged"] >= 3, "{s:?}");
+    assert_eq!(s["Memory_bytes"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_separate_user_schema_and_charset() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_keys (v VARCHAR(20) CHARACTER SET utf8mb4); \
+         INSERT INTO weirtest.cache_keys VALUES ('weirtest-é'); \
+         CREATE OR REPLACE TABLE sbtest.cache_keys (v VARCHAR(20) CHARACTER SET utf8mb4); \
+         INSERT INTO sbtest.cache_keys VALUES ('sbtest'); \
+         GRANT SELECT ON sbtest.* TO 'weir_ed'@'%'; GRANT SELECT ON weirtest.* TO 'weir_ed'@'%'",
+    );
+    let w = weir_caching("cache_keys", 60_000);
+    let q = "SELECT v FROM cache_keys";
+    let mut a = connect(&w).await;
+    let mut b = connect_to(&w, WEIR_USER, WEIR_PASS, "sbtest").await;
+    assert_eq!(one_string(&mut a, q).await, "weirtest-é");
+    assert_eq!(
+        one_string(&mut b, q).await,
+        "sbtest",
+        "schema is in the key"
+    );
+    // Another user: its own entry (not the first user's), same content.
+    let mut ed = connect_to(&w, ED_USER, ED_PASS, "weirtest").await;
+    assert_eq!(one_string(&mut ed, q).await, "weirtest-é");
+    assert_eq!(cache_stats(&w)["count_SET"], 3, "user is in the key");
+    // The same session after SET NAMES latin1 gets latin1 bytes, not the utf8mb4 entry.
+    a.query_drop("SET NAMES latin1").await.unwrap();
+    let raw: Vec<u8> = a.query_first(q).await.unwrap().unwrap();
+    assert_eq!(raw, b"weirtest-\xe9", "latin1 bytes");
+    a.query_drop("SET NAMES utf8mb4").await.unwrap();
+    assert_eq!(one_string(&mut a, q).await, "weirtest-é");
+    let s = cache_stats(&w);
+    assert_eq!(s["count_SET"], 5, "{s:?}");
+    assert_eq!(
+        s["count_GET_OK"], 0,
+        "every lookup had a different key: {s:?}"
+    );
+    // And each key hits its own entry.
+    assert_eq!(one_string(&mut b, q).await, "sbtest");
+    assert_eq!(one_string(&mut ed, q).await, "weirtest-é");
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_is_never_cached() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_never (id INT PRIMARY KEY, v INT); \
+         INSERT INTO weirtest.cache_never VALUES (1, 10)",
+    );
+    let w = weir_caching("cache_never", 60_000);
+    let mut c = connect(&w).await;
+    let sets = |w: &WeirProcess| cache_stats(w)["count_SET"];
+    for q in [
+        "SELECT v FROM cache_never WHERE id = 1 FOR UPDATE",
+        "SELECT v FROM cache_never WHERE id = 1 LOCK IN SHARE MODE",
+    ] {
+        c.query_drop(q).await.unwrap();
+        c.query_drop(q).await.unwrap();
+    }
+    assert_eq!(sets(&w), 0, "locking reads");
+    // SELECT INTO @x pins its session (weir does not follow that variable): another one.
+    let mut pinned = connect(&w).await;
+    for _ in 0..2 {
+        pinned
+            .query_drop("SELECT v INTO @x FROM cache_never WHERE id = 1")
+            .await
+            .unwrap();
+    }
+    assert_eq!(sets(&w), 0, "SELECT INTO");
+    // Errors.
+    for _ in 0..2 {
+        let e = c
+            .query_drop("SELECT nosuchcolumn FROM cache_never")
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("1054"), "{e}");
+    }
+    assert_eq!(sets(&w), 0, "errors");
+    // Inside a transaction, and with autocommit off.
+    let gets = cache_stats(&w)["count_GET"];
+    assert_eq!(gets, 2, "the two erring queries were looked up");
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("SELECT v FROM cache_never WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SELECT v FROM cache_never WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    assert_eq!(sets(&w), 0, "transactions");
+    assert_eq!(cache_stats(&w)["count_GET"], gets, "not even looked up");
+    // Warnings: not stored.
+    c.query_drop("SELECT CAST('1x' AS SIGNED) FROM cache_never")
+        .await
+        .unwrap();
+    assert_eq!(sets(&w), 0, "a reply with warnings");
+    // Empty results: only with cache_empty_result or the global variable.
+    c.query_drop("SELECT v FROM cache_never WHERE id = 99")
+        .await
+        .unwrap();
+    assert_eq!(
+        sets(&w),
+        1,
+        "mysql-query_cache_stores_empty_result defaults to true"
+    );
+    admin(
+        &w,
+        "UPDATE mysql_query_rules SET cache_empty_result = 0; LOAD MYSQL QUERY RULES TO RUNTIME; PROXYSQL FLUSH QUERY CACHE",
+    );
+    c.query_drop("SELECT v FROM cache_never WHERE id = 98")
+        .await
+        .unwrap();
+    assert_eq!(sets(&w), 1, "cache_empty_result = 0");
+    // A temporary table pins the session to its connection: the key cannot cover it.
+    c.query_drop("CREATE TEMPORARY TABLE cache_never (id INT, v INT)")
+        .await
+        .unwrap();
+    let v: Option<i32> = c
+        .query_first("SELECT v FROM cache_never WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(v, None, "the temporary table shadows the cached one");
+    assert_eq!(sets(&w), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_are_cached_by_parameters() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_ps (id INT PRIMARY KEY, v VARCHAR(20), d DATETIME); \
+         INSERT INTO weirtest.cache_ps VALUES (1, 'a', '2020-01-01 10:00:00'), (2, 'b', NULL), (3, 'c', '2021-06-30 23:59:59')",
+    );
+    let w = weir_caching("^SELECT v, d FROM cache_ps", 60_000);
+    let mut c = connect(&w).await;
+    let stmt = c
+        .prep("SELECT v, d FROM cache_ps WHERE id = ?")
+        .await
+        .unwrap();
+    type Row = (String, Option<mysql_async::Value>);
+    let mut first: BTreeMap<i32, Vec<Row>> = BTreeMap::new();
+    for id in [1, 2, 3, 4] {
+        first.insert(id, c.exec(&stmt, (id,)).await.unwrap());
+    }
+    let s = cache_stats(&w);
+    assert_eq!((s["count_SET"], s["count_GET_OK"]), (4, 0), "{s:?}");
+    let before = pool_queries(&w);
+    for _ in 0..3 {
+        for id in [1, 2, 3, 4] {
+            let rows: Vec<Row> = c.exec(&stmt, (id,)).await.unwrap();
+            assert_eq!(rows, first[&id], "id {id}");
+        }
+    }
+    assert_eq!(pool_queries(&w), before, "every execution was a hit");
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 12);
+    assert_eq!(first[&1][0].0, "a");
+    assert_eq!(first[&2][0].1, None, "NULL");
+    assert!(first[&4].is_empty());
+    // A string parameter of another type is another key; the text protocol is another key.
+    let rows: Vec<Row> = c.exec(&stmt, ("1",)).await.unwrap();
+    assert_eq!(rows, first[&1]);
+    let text: Vec<(String, Option<String>)> = c
+        .query("SELECT v, d FROM cache_ps WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(text[0].0, "a");
+    assert_eq!(cache_stats(&w)["count_SET"], 6);
+    // Another session preparing the same statement shares the entries.
+    let mut other = connect(&w).await;
+    let s2 = other
+        .prep("SELECT v, d FROM cache_ps WHERE id = ?")
+        .await
+        .unwrap();
+    let rows: Vec<Row> = other.exec(&s2, (3,)).await.unwrap();
+    assert_eq!(rows, first[&3]);
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 13);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_misses_run_once_on_the_server() {
+    on_primary("CREATE OR REPLACE SEQUENCE weirtest.cache_seq START WITH 1 INCREMENT BY 1");
+    let w = weir_caching("NEXTVAL\\(cache_seq\\)", 60_000);
+    let mut clients = Vec::new();
+    for _ in 0..100 {
+        clients.push(connect(&w).await);
+    }
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(clients.len()));
+    let mut tasks = Vec::new();
+    for mut c in clients {
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let v: (i64, i64) = c
+                .query_first("SELECT NEXTVAL(cache_seq), SLEEP(0.5)")
+                .await
+                .unwrap()
+                .unwrap();
+            v.0
+        }));
+    }
+    let mut values = Vec::new();
+    for t in tasks {
+        values.push(t.await.unwrap());
+    }
+    assert!(
+        values.iter().all(|v| *v == 1),
+        "every client got the one execution's row: {values:?}"
+    );
+    let next = topo()
+        .primary
+        .query_value("SELECT NEXTVAL(weirtest.cache_seq)")
+        .unwrap();
+    assert_eq!(next, "2", "the statement ran once on the server");
+    let s = cache_stats(&w);
+    assert_eq!(
+        (s["count_GET"], s["count_GET_OK"], s["count_SET"]),
+        (100, 99, 1),
+        "{s:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_is_bounded_and_flush_empties() {
+    let rows: Vec<String> = (1..=3000)
+        .map(|i| format!("({i}, REPEAT('x', 1000))"))
+        .collect();
+    on_primary(&format!(
+        "CREATE OR REPLACE TABLE weirtest.cache_flood (id INT PRIMARY KEY, pad VARCHAR(1000)); \
+         INSERT INTO weirtest.cache_flood VALUES {}",
+        rows.join(",")
+    ));
+    let w = weir_caching("cache_flood", 600_000);
+    admin(
+        &w,
+        "SET mysql-query_cache_size_MB = 1; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    let mut c = connect(&w).await;
+    for id in 1..=3000 {
+        let _: Option<String> = c
+            .query_first(format!("SELECT pad FROM cache_flood WHERE id = {id}"))
+            .await
+            .unwrap();
+        if id % 500 == 0 {
+            let s = cache_stats(&w);
+            assert!(s["Memory_bytes"] <= 1 << 20, "{s:?}");
+        }
+    }
+    let s = cache_stats(&w);
+    assert_eq!(s["count_SET"], 3000, "{s:?}");
+    assert!(s["Entries"] < 1000, "{s:?}");
+    assert!(
+        s["Purged"] >= 3000 - s["Entries"],
+        "evictions are counted: {s:?}"
+    );
+    assert!(s["Memory_bytes"] <= 1 << 20);
+    // The most recent entries answer.
+    let hits = s["count_GET_OK"];
+    let _: Option<String> = c
+        .query_first("SELECT pad FROM cache_flood WHERE id = 3000")
+        .await
+        .unwrap();
+    assert_eq!(cache_stats(&w)["count_GET_OK"], hits + 1);
+    // Flush (both spellings) empties it; the next query is a miss.
+    let out = admin(&w, "PROXYSQL FLUSH QUERY CACHE");
+    assert!(out.is_empty(), "{out}");
+    let s = cache_stats(&w);
+    assert_eq!((s["Entries"], s["Memory_bytes"]), (0, 0), "{s:?}");
+    let _: Option<String> = c
+        .query_first("SELECT pad FROM cache_flood WHERE id = 3000")
+        .await
+        .unwrap();
+    let s2 = cache_stats(&w);
+    assert_eq!(s2["count_GET_OK"], s["count_GET_OK"]);
+    assert_eq!(s2["Entries"], 1);
+    admin(&w, "WEIR FLUSH QUERY CACHE");
+    assert_eq!(cache_stats(&w)["Entries"], 0);
+    // Size 0 turns the cache off: no lookups.
+    admin(
+        &w,
+        "SET mysql-query_cache_size_MB = 0; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    let gets = cache_stats(&w)["count_GET"];
+    let _: Option<String> = c
+        .query_first("SELECT pad FROM cache_flood WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(cache_stats(&w)["count_GET"], gets);
+}
+
+/// Reads one text result set (or OK/ERR) as packets, for a client with or without
+/// CLIENT_DEPRECATE_EOF.
+fn read_result(c: &mut RawClient, deprecate_eof: bool) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let first = c.read_packet().unwrap();
+    let n = first.1[0];
+    out.push(first.clone());
+    if n == 0 || n == 0xff {
+        return out;
+    }
+    for _ in 0..n {
+        out.push(c.read_packet().unwrap());
+    }
+    if !deprecate_eof {
+        out.push(c.read_packet().unwrap());
+    }
+    loop {
+        let p = c.read_packet().unwrap();
+        let end = p.1[0] == 0xfe && p.1.len() < 0xff_ffff && (deprecate_eof || p.1.len() < 9);
+        out.push(p);
+        if end {
+            return out;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hits_are_byte_identical_for_either_eof_style() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_bytes (id INT PRIMARY KEY, v VARCHAR(20), n DECIMAL(10,2)); \
+         INSERT INTO weirtest.cache_bytes VALUES (1, 'x', 1.50), (2, NULL, -3.25), (3, 'zzz', 0)",
+    );
+    let w = weir_caching("cache_bytes", 60_000);
+    let q = "SELECT id, v, n FROM cache_bytes ORDER BY id";
+    let mut replies = BTreeMap::new();
+    for (name, caps) in [
+        ("classic", 0),
+        ("deprecate_eof", weir_wire::cap::DEPRECATE_EOF),
+    ] {
+        // Each client's first run is relayed from the server, its second replayed.
+        admin(&w, "PROXYSQL FLUSH QUERY CACHE");
+        let (mut c, ok) =
+            RawClient::login_caps(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"), caps);
+        assert_eq!(ok[0], 0, "login: {ok:?}");
+        let mut p = vec![0x03];
+        p.extend_from_slice(q.as_bytes());
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            c.send(&p);
+            got.push(read_result(&mut c, caps != 0));
+        }
+        assert_eq!(
+            got[0], got[1],
+            "{name}: a hit is the bytes of the relayed reply"
+        );
+        replies.insert(name, got.remove(0));
+    }
+    let s = cache_stats(&w);
+    assert_eq!((s["count_SET"], s["count_GET_OK"]), (2, 2), "{s:?}");
+    // Same rows either way; the deprecate_eof client has no EOF after the definitions.
+    assert_eq!(replies["classic"].len(), replies["deprecate_eof"].len() + 1);
+}
