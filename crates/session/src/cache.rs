@@ -91,34 +91,43 @@ impl Session {
         self.shared.cache.capacity() > 0 && !self.tied() && self.autocommit()
     }
 
-    /// Starts `self.cache_key` with what every key of this session holds.
-    fn begin_key(&mut self, kind: u8) {
-        let k = &mut self.cache_key;
-        k.clear();
-        k.push(kind);
-        k.extend_from_slice(&self.login.key.capabilities.to_le_bytes());
-        k.push(self.login.key.collation);
-        k.extend_from_slice(&self.vars.fingerprint().to_le_bytes());
-        push_field(k, self.user.username.as_bytes());
+    /// Starts `key` with what every key of this session holds.
+    fn begin_key(&self, key: &mut Vec<u8>, kind: u8) {
+        key.clear();
+        key.push(kind);
+        key.extend_from_slice(&self.login.key.capabilities.to_le_bytes());
+        key.push(self.login.key.collation);
+        key.extend_from_slice(&self.vars.fingerprint().to_le_bytes());
+        push_field(key, self.user.username.as_bytes());
         match &self.schema {
-            Some(s) => push_field(k, s.as_bytes()),
-            None => k.extend_from_slice(&u32::MAX.to_le_bytes()),
+            Some(s) => push_field(key, s.as_bytes()),
+            None => key.extend_from_slice(&u32::MAX.to_le_bytes()),
         }
     }
 
-    /// The key of a text-protocol query (its text after rewrites).
+    /// The key of a text-protocol query (its text after rewrites), in `self.cache_key`.
     pub(crate) fn query_key(&mut self, text: &[u8]) {
-        self.begin_key(KIND_QUERY);
-        self.cache_key.extend_from_slice(text);
+        let mut key = std::mem::take(&mut self.cache_key);
+        self.begin_key(&mut key, KIND_QUERY);
+        key.extend_from_slice(text);
+        self.cache_key = key;
     }
 
-    /// The key of a prepared statement's execution: its text, then its parameters as the
-    /// parts of the execute packet that are not the statement id.
-    pub(crate) fn execute_key(&mut self, text: &[u8], types: &[u8], params: &[u8]) {
-        self.begin_key(KIND_EXECUTE);
-        push_field(&mut self.cache_key, text);
-        push_field(&mut self.cache_key, types);
-        self.cache_key.extend_from_slice(params);
+    /// The key of a prepared statement's execution: its text and parameter types, then the
+    /// `params` parts of the execute packet (everything but the statement id and the types).
+    pub(crate) fn execute_key(
+        &self,
+        key: &mut Vec<u8>,
+        text: &[u8],
+        types: &[u8],
+        params: &[&[u8]],
+    ) {
+        self.begin_key(key, KIND_EXECUTE);
+        push_field(key, text);
+        push_field(key, types);
+        for p in params {
+            key.extend_from_slice(p);
+        }
     }
 
     /// Sends a stored reply to the client. `None` (nothing sent) when the bytes are not a

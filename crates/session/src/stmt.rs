@@ -125,22 +125,19 @@ fn bound_flag_offset(payload: &[u8], params: u16) -> Option<usize> {
 }
 
 /// The parts of an execute packet that make one execution differ from another besides the
-/// parameter types: flags, iteration count, null bitmap and values. `None` when the packet is
-/// shorter than its statement's parameters say.
-fn execute_params(payload: &[u8], params: u16) -> Option<Vec<u8>> {
-    let head = payload.get(5..10)?;
-    let mut out = head.to_vec();
+/// parameter types: flags, iteration count and null bitmap, then the values. `None` when the
+/// packet is shorter than its statement's parameters say.
+fn execute_params(payload: &[u8], params: u16) -> Option<(&[u8], &[u8])> {
+    payload.get(5..10)?;
     let Some(at) = bound_flag_offset(payload, params) else {
-        return (params == 0).then_some(out);
+        return (params == 0).then(|| (&payload[5..10], &[][..]));
     };
-    out.extend_from_slice(&payload[10..at]);
     let values_at = if payload[at] == 1 {
         at + 1 + 2 * usize::from(params)
     } else {
         at + 1
     };
-    out.extend_from_slice(payload.get(values_at..)?);
-    Some(out)
+    Some((&payload[5..at], payload.get(values_at..)?))
 }
 
 /// The execute packet for a connection that knows the statement as `server_id`, with the
@@ -333,22 +330,19 @@ impl Session {
     /// Builds the cache key of an execution of statement `id`; false when it has none (the
     /// packet is malformed, or no parameter types were ever sent).
     fn execute_key_for(&mut self, id: u32, payload: &[u8]) -> bool {
-        let Some(p) = self.prepared.get(&id) else {
-            return false;
-        };
-        let global = p.global.clone();
-        let types = p.param_types.clone();
-        let params = match execute_params(payload, global.params) {
-            Some(v) => v,
-            None => return false,
-        };
-        let types = match (global.params, &types) {
-            (0, _) => &[][..],
-            (_, Some(t)) => &t[..],
-            (_, None) => return false,
-        };
-        self.execute_key(&global.text, types, &params);
-        true
+        let mut key = std::mem::take(&mut self.cache_key);
+        let built = self.prepared.get(&id).and_then(|p| {
+            let (head, values) = execute_params(payload, p.global.params)?;
+            let types = match (p.global.params, &p.param_types) {
+                (0, _) => &[][..],
+                (_, Some(t)) => &t[..],
+                (_, None) => return None,
+            };
+            self.execute_key(&mut key, &p.global.text, types, &[head, values]);
+            Some(())
+        });
+        self.cache_key = key;
+        built.is_some()
     }
 
     /// Runs an execution through the cache (the key is in `self.cache_key`).
@@ -703,15 +697,11 @@ mod tests {
         let without = [0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0, 0b10, 0, 7, 0, 0, 0];
         let a = execute_params(&with_types, 2).unwrap();
         assert_eq!(a, execute_params(&without, 2).unwrap());
-        assert_eq!(a, [0, 1, 0, 0, 0, 0b10, 7, 0, 0, 0]);
+        assert_eq!(a, (&[0, 1, 0, 0, 0, 0b10][..], &[7, 0, 0, 0][..]));
         let other_value = [0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0, 0b10, 0, 8, 0, 0, 0];
         assert_ne!(a, execute_params(&other_value, 2).unwrap());
-        assert_eq!(
-            execute_params(&[0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0], 0)
-                .unwrap()
-                .len(),
-            5
-        );
+        let none = execute_params(&[0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0], 0).unwrap();
+        assert_eq!((none.0.len(), none.1.len()), (5, 0));
         assert_eq!(execute_params(&without[..10], 2), None);
         assert_eq!(execute_params(&with_types[..13], 2), None);
     }
