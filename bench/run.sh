@@ -22,7 +22,8 @@
 #                             backend connections (mysql_servers.max_connections)
 #                             weirs: a weir that reaches the primary through its Unix socket
 #                             weirc: a weir with query cache rules (cache_ttl 60 s) for
-#                             `SELECT 1111` and sysbench's point select
+#                             `SELECT 1111` and sysbench's point select; weircN: the same
+#                             with threads = N
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the target "weir"; 1 measured best
 #                             here (2 cores, like haproxy's nbthread 1): see RESULTS.md
@@ -300,10 +301,10 @@ start_targets() {
             start_weir_with_primary "$t" "hostname = '$PRIMARY_SOCKET', port = 0"
             ;;
         weirm[0-9]*) start_weir_with_primary "$t" "max_connections = ${t#weirm}" ;;
-        weirc)
-            local admin_port
+        weirc | weirc[1-9])
+            local admin_port threads=${t#weirc}
             admin_port=$(free_port)
-            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            start_weir_target "$t" "$(free_port)" "$admin_port" "${threads:-$WEIR_THREADS}"
             load_cache_rules "$admin_port"
             ;;
         weirr[0-9]*)
@@ -312,7 +313,7 @@ start_targets() {
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy weir weirN weirrN weirmN weirs weirc)" ;;
+        *) die "unknown target $t (known: direct haproxy weir weirN weirrN weirmN weirs weirc weircN)" ;;
         esac
     done
 }
