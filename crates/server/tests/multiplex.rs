@@ -468,6 +468,50 @@ async fn pins_last_as_long_as_their_reason() {
     assert_eq!(held(&w), 0);
 }
 
+/// mysql-autocommit_false_is_transaction keeps the connection while autocommit is off;
+/// mysql-auto_increment_delay_multiplex keeps it for N statements after an insert, but no
+/// longer than mysql-auto_increment_delay_multiplex_timeout_ms with the client idle.
+#[tokio::test]
+async fn autocommit_and_auto_increment_settings() {
+    let w = start_with_max(
+        4,
+        "autocommit_false_is_transaction = true\nauto_increment_delay_multiplex = 3\nauto_increment_delay_multiplex_timeout_ms = 300",
+    );
+    let held = |w: &WeirProcess| pool_use(w).0;
+    let mut c = connect(&w, Some("weirtest")).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS ai_t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+    assert_eq!(held(&w), 0);
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    assert_eq!(held(&w), 1, "autocommit=0 is a transaction with this setting");
+    c.query_drop("SELECT 1").await.unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(held(&w), 1, "until autocommit is back on, not until COMMIT");
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    assert_eq!(held(&w), 0);
+
+    // After an insert: kept for the next statements...
+    c.query_drop("INSERT INTO ai_t (v) VALUES (1)").await.unwrap();
+    let inserted = c.last_insert_id();
+    assert_eq!(held(&w), 1, "auto-increment affinity");
+    c.query_drop("SELECT 1").await.unwrap();
+    assert_eq!(held(&w), 1);
+    // ... but an idle client lets go when the timeout runs out.
+    let started = Instant::now();
+    while held(&w) == 1 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "the affinity outlived auto_increment_delay_multiplex_timeout_ms"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(150));
+    // LAST_INSERT_ID() still answers right on any connection.
+    let id: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
+    assert_eq!(id, inserted);
+}
+
 /// Prepared statements across the pool: prepared once per connection, executed by many
 /// clients over few connections; CLOSE local; parameter types re-sent on another connection.
 #[tokio::test]

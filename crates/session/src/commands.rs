@@ -400,12 +400,11 @@ impl Session {
             if let Some(b) = self.backend.as_mut() {
                 b.conn().last_insert_id = last_id;
             }
-            self.keep_for = self
-                .shared
-                .runtime
-                .load()
-                .mysql
-                .auto_increment_delay_multiplex;
+            let m = &self.shared.runtime.load().mysql;
+            self.keep_for = m.auto_increment_delay_multiplex;
+            self.keep_until = m
+                .auto_increment_delay_multiplex_timeout
+                .map(|t| tokio::time::Instant::now() + t);
         } else {
             self.keep_for = self.keep_for.saturating_sub(1);
         }

@@ -9,3 +9,6 @@ pub(crate) const RULE: u32 = 1 << 17;
 pub(crate) const USER_LOCKS: u32 = 1 << 18;
 /// Named text-protocol prepared statements exist.
 pub(crate) const TEXT_PREPARED: u32 = 1 << 19;
+/// autocommit is off and mysql-autocommit_false_is_transaction is on: the session is treated
+/// as being in a transaction until autocommit is back on.
+pub(crate) const AUTOCOMMIT_OFF: u32 = 1 << 20;

@@ -36,6 +36,9 @@ pub struct Session {
     /// Statements left during which the connection stays by affinity (after an auto-increment
     /// insert, or a statement with warnings) unless other statements wait for a connection.
     pub(crate) keep_for: u32,
+    /// When the auto-increment affinity of `keep_for` ends whatever statements remain
+    /// (mysql-auto_increment_delay_multiplex_timeout_ms).
+    pub(crate) keep_until: Option<tokio::time::Instant>,
     /// The next statement must run on the held connection (after SQL_CALC_FOUND_ROWS, or SET
     /// TRANSACTION for the next transaction).
     pub(crate) hold_next: bool,
@@ -213,6 +216,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         backend: None,
         pins: 0,
         keep_for: 0,
+        keep_until: None,
         hold_next: false,
         vars: weir_sql::SessionVars::default(),
         held: crate::state::Held::default(),
@@ -264,6 +268,8 @@ impl Session {
                 _ = tokio::time::sleep_until(hold.unwrap_or_else(tokio::time::Instant::now)), if hold.is_some() => {
                     // The delay ran out with the client idle: the connection goes back.
                     if !self.tied() {
+                        self.keep_for = 0;
+                        self.keep_until = None;
                         self.give_back();
                         self.publish_idle(Instant::now());
                     }
@@ -540,7 +546,15 @@ impl Session {
         let server = b.server();
         if !server.draining() && !server.has_waiters() {
             if self.keep_for > 0 {
-                return;
+                match self.keep_until {
+                    None => return,
+                    Some(until) if until > tokio::time::Instant::now() => {
+                        // The idle session lets go when the affinity times out.
+                        self.hold_until = Some(until);
+                        return;
+                    }
+                    Some(_) => {}
+                }
             }
             let rt = self.shared.runtime.load();
             if !rt.mysql.multiplexing {
@@ -553,6 +567,7 @@ impl Session {
             }
         }
         self.keep_for = 0;
+        self.keep_until = None;
         self.give_back();
     }
 

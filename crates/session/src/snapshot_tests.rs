@@ -68,6 +68,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         backend: None,
         pins: 0,
         keep_for: 0,
+        keep_until: None,
         hold_next: false,
         vars: weir_sql::SessionVars::default(),
         held: crate::state::Held::default(),
@@ -166,9 +167,13 @@ async fn executes_count_under_the_prepared_statement_command() {
             timeout: None,
             digest: 0,
             digest_text: Box::default(),
-            global: shared
-                .statements
-                .intern("app", None, b"UPDATE t SET a=? WHERE id=?", 2, 0),
+            global: shared.statements.intern(
+                "app",
+                None,
+                b"UPDATE t SET a=? WHERE id=?",
+                (2, 0),
+                100,
+            ),
             hostgroup: 0,
             param_types: None,
             long_data: Vec::new(),

@@ -116,6 +116,14 @@ impl Session {
                 if let Some(b) = self.backend.as_mut() {
                     b.conn().vars.apply(a);
                 }
+                let as_transaction = self
+                    .shared
+                    .runtime
+                    .load()
+                    .mysql
+                    .autocommit_false_is_transaction;
+                let off = as_transaction && !self.autocommit();
+                set_bit(&mut self.pins, crate::pins::AUTOCOMMIT_OFF, off);
             }
             if fx.unlock_tables {
                 self.pins &= !weir_sql::Pin::LOCK_TABLES;
@@ -146,6 +154,7 @@ impl Session {
         self.last_insert_id = 0;
         self.pins = 0;
         self.keep_for = 0;
+        self.keep_until = None;
         self.hold_next = false;
         self.hold_until = None;
         self.prepared.clear();

@@ -30,9 +30,6 @@ use weir_wire::msg::{ErrInfo, OkInfo};
 use weir_wire::reply::Expect;
 use weir_wire::{com, errcode, status};
 
-/// Registry entries above which statements no session uses any more are forgotten.
-const REGISTRY_SOFT_LIMIT: usize = 50_000;
-
 /// A statement as known across sessions and connections.
 #[derive(Debug)]
 pub struct GlobalStmt {
@@ -65,14 +62,17 @@ pub struct StmtRegistry {
 impl StmtRegistry {
     /// The statement for (user, schema, text): the known one when its parameter and column
     /// counts are the same, else a new one (the schema changed since it was first prepared).
+    /// Past `limit` entries (mysql-max_stmts_cache), statements no session holds any more are
+    /// forgotten.
     pub fn intern(
         &self,
         username: &str,
         schema: Option<&str>,
         text: &[u8],
-        params: u16,
-        columns: u16,
+        counts: (u16, u16),
+        limit: usize,
     ) -> Arc<GlobalStmt> {
+        let (params, columns) = counts;
         let key = StmtKey {
             username: username.into(),
             schema: schema.map(Into::into),
@@ -84,7 +84,7 @@ impl StmtRegistry {
                 return g.clone();
             }
         }
-        if map.len() >= REGISTRY_SOFT_LIMIT {
+        if map.len() >= limit {
             // Connections may still cache the ids of forgotten statements: they age out of the
             // LRUs; a statement prepared again gets a new id.
             map.retain(|_, g| Arc::strong_count(g) > 1);
@@ -233,8 +233,8 @@ impl Session {
                 &self.user.username,
                 self.schema.as_deref(),
                 text.get(1..).unwrap_or_default(),
-                o.prepared_params,
-                o.prepared_columns,
+                (o.prepared_params, o.prepared_columns),
+                rt.mysql.max_stmts_cache as usize,
             );
             let max = rt.mysql.max_stmts_per_connection as usize;
             let mut closed = Vec::new();
@@ -678,14 +678,32 @@ mod tests {
     #[test]
     fn registry_shares_statements_and_renews_changed_ones() {
         let r = StmtRegistry::default();
-        let a = r.intern("u", Some("db"), b"SELECT ?", 1, 1);
-        let b = r.intern("u", Some("db"), b"SELECT ?", 1, 1);
+        let a = r.intern("u", Some("db"), b"SELECT ?", (1, 1), 100);
+        let b = r.intern("u", Some("db"), b"SELECT ?", (1, 1), 100);
         assert!(Arc::ptr_eq(&a, &b));
-        let other_schema = r.intern("u", Some("db2"), b"SELECT ?", 1, 1);
+        let other_schema = r.intern("u", Some("db2"), b"SELECT ?", (1, 1), 100);
         assert_ne!(a.id, other_schema.id);
-        let changed = r.intern("u", Some("db"), b"SELECT ?", 1, 2);
+        let changed = r.intern("u", Some("db"), b"SELECT ?", (1, 2), 100);
         assert_ne!(a.id, changed.id);
         assert_eq!(r.len(), 2);
+        // At the limit, statements nobody holds are forgotten; held ones stay.
+        drop((b, other_schema));
+        let c = r.intern("u", None, b"SELECT 1", (0, 1), 2);
+        assert_eq!(
+            r.len(),
+            2,
+            "the db2 statement, held by nobody, was forgotten"
+        );
+        let changed_again = r.intern("u", Some("db"), b"SELECT ?", (1, 2), 2);
+        assert!(
+            Arc::ptr_eq(&changed, &changed_again),
+            "a held statement stays"
+        );
+        drop((changed, changed_again));
+        let _d = r.intern("u", None, b"SELECT 2", (0, 1), 2);
+        assert_eq!(r.len(), 2);
+        let c_again = r.intern("u", None, b"SELECT 1", (0, 1), 2);
+        assert!(Arc::ptr_eq(&c, &c_again));
     }
 
     #[test]

@@ -105,6 +105,9 @@ pub struct MysqlVariables {
     pub free_connections_pct: u32,
     /// `mysql-max_stmts_per_connection`.
     pub max_stmts_per_connection: u32,
+    /// `mysql-max_stmts_cache`: prepared statements the global registry keeps before it
+    /// forgets those no session holds.
+    pub max_stmts_cache: u32,
     /// `mysql-ping_interval_server_msec`; zero = never.
     pub ping_interval_server: Duration,
     /// `mysql-ping_timeout_server`.
@@ -249,6 +252,7 @@ impl MysqlVariables {
             connection_max_age: r.opt_ms("connection_max_age_ms"),
             free_connections_pct: r.u32("free_connections_pct"),
             max_stmts_per_connection: r.u32("max_stmts_per_connection"),
+            max_stmts_cache: r.u32("max_stmts_cache"),
             ping_interval_server: r.ms("ping_interval_server_msec"),
             ping_timeout_server: r.ms("ping_timeout_server"),
             default_query_delay: r.ms("default_query_delay"),
