@@ -484,6 +484,27 @@ impl Pool {
         }
     }
 
+    /// Closes idle connections over mysql-free_connections_pct (in percent of each server's
+    /// max_connections) that have been idle for at least `min_idle`; returns how many. The
+    /// proxy calls it periodically.
+    pub fn trim_idle(&self, min_idle: Duration) -> usize {
+        let pct = u64::from(self.settings.load().free_connections_pct);
+        let Some(idle_before) = Instant::now().checked_sub(min_idle) else {
+            return 0;
+        };
+        self.topology
+            .load()
+            .all
+            .iter()
+            .map(|server| {
+                let keep = (u64::from(server.spec().max_connections) * pct)
+                    .div_ceil(100)
+                    .max(1);
+                server.trim_idle(keep as usize, idle_before)
+            })
+            .sum()
+    }
+
     /// Returns a connection. `clean` says the session left nothing behind on it (no open
     /// transaction, no session state that differs from its key); anything else closes it.
     pub fn checkin(&self, mut pooled: PooledConn, clean: bool) {
@@ -491,15 +512,10 @@ impl Pool {
             return;
         };
         let server = pooled.server.clone();
-        let settings = self.settings.load();
         if clean && !conn.in_transaction() && server.accepts_returns() {
-            let keep = (server.spec().max_connections as u64
-                * settings.free_connections_pct as u64)
-                .div_ceil(100)
-                .max(1);
-            // Over the idle limit put_idle closes it; either way PooledConn::drop releases the
-            // used slot.
-            server.put_idle(pooled.key.clone(), conn, keep as usize);
+            // Idle connections over mysql-free_connections_pct are closed by `trim_idle`, once
+            // they have sat idle a while; PooledConn::drop releases the used slot.
+            server.put_idle(pooled.key.clone(), conn);
         } else {
             // Dropping the socket closes it; the server rolls back what was open.
             drop(conn);

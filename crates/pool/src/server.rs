@@ -452,10 +452,7 @@ impl ServerState {
         }
     }
 
-    pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn, keep: usize) {
-        if self.stats.conn_free.load(Ordering::Relaxed) as usize >= keep {
-            return; // dropping it closes it
-        }
+    pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn) {
         let own = crate::worker::current() % self.idle.len();
         self.idle[own].lock().push(Idle {
             key,
@@ -463,6 +460,34 @@ impl ServerState {
             since: Instant::now(),
         });
         self.stats.conn_free.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Closes idle connections beyond `keep`, oldest first, among those idle since before
+    /// `idle_before`; returns how many. Connections used a moment ago stay: a burst of
+    /// statements over `keep` must not turn into a connect per statement.
+    pub(crate) fn trim_idle(&self, keep: usize, idle_before: Instant) -> usize {
+        let mut closed = 0;
+        for shard in self.idle.iter() {
+            let free = self.stats.conn_free.load(Ordering::Relaxed) as usize;
+            if free <= keep {
+                break;
+            }
+            let mut idle = shard.lock();
+            // Oldest first: connections are pushed at the end when they come back.
+            let stale = idle
+                .iter()
+                .take_while(|i| i.since < idle_before)
+                .count()
+                .min(free - keep);
+            if stale > 0 {
+                idle.drain(..stale);
+                self.stats
+                    .conn_free
+                    .fetch_sub(stale as u32, Ordering::Relaxed);
+                closed += stale;
+            }
+        }
+        closed
     }
 
     pub(crate) fn clear_idle(&self) {

@@ -173,10 +173,10 @@ pub fn run(opts: Options) -> Result<(), StartError> {
                 source: e,
             })?;
         let stop = stop.clone();
-        let cache = shared.cache.clone();
+        let chores = (shared.cache.clone(), pool.clone());
         std::thread::Builder::new()
             .name("weir-admin".into())
-            .spawn(move || admin_thread(mine, admin, cache, stop))
+            .spawn(move || admin_thread(mine, admin, chores, stop))
             .map_err(|e| StartError::Io {
                 context: "cannot start the admin thread".into(),
                 source: e,
@@ -300,13 +300,22 @@ fn worker(
     rt.shutdown_timeout(Duration::from_millis(100));
 }
 
-/// How often expired query cache entries are dropped.
-const CACHE_PURGE_INTERVAL: Duration = Duration::from_secs(1);
+/// How often housekeeping runs.
+const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Drops expired query cache entries every [`CACHE_PURGE_INTERVAL`] until weir stops, so
-/// that replies nobody asks for again do not hold memory until evicted.
-async fn purge_cache(cache: Arc<weir_cache::QueryCache>, stop: CancellationToken) {
-    let mut tick = tokio::time::interval(CACHE_PURGE_INTERVAL);
+/// How long a backend connection over mysql-free_connections_pct may sit idle before it is
+/// closed: long enough that a burst of statements reuses it rather than reconnecting.
+const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
+
+/// Every [`HOUSEKEEPING_INTERVAL`] until weir stops: drops expired query cache entries (replies
+/// nobody asks for again would otherwise hold memory until evicted) and closes idle backend
+/// connections over mysql-free_connections_pct.
+async fn housekeeping(
+    cache: Arc<weir_cache::QueryCache>,
+    pool: Arc<Pool>,
+    stop: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(HOUSEKEEPING_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -314,16 +323,23 @@ async fn purge_cache(cache: Arc<weir_cache::QueryCache>, stop: CancellationToken
             _ = stop.cancelled() => return,
         }
         cache.purge_expired(std::time::Instant::now());
+        let closed = pool.trim_idle(IDLE_TRIM_AFTER);
+        if closed > 0 {
+            tracing::debug!(
+                closed,
+                "idle backend connections over mysql-free_connections_pct closed"
+            );
+        }
     }
 }
 
 /// The admin interface runs on its own thread and event loop, apart from client traffic, so
-/// a slow or huge admin query never delays a client's statement. The query cache's purge
-/// runs there too, for the same reason.
+/// a slow or huge admin query never delays a client's statement. Housekeeping (the query
+/// cache and the pool's `chores`) runs there too, for the same reason.
 fn admin_thread(
     listeners: Vec<listen::Listener>,
     admin: Arc<weir_admin::Admin>,
-    cache: Arc<weir_cache::QueryCache>,
+    chores: (Arc<weir_cache::QueryCache>, Arc<Pool>),
     stop: CancellationToken,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -346,7 +362,7 @@ fn admin_thread(
                 Err(e) => tracing::error!(error = %e, "cannot register an admin listener"),
             }
         }
-        tokio::spawn(purge_cache(cache, stop.clone()));
+        tokio::spawn(housekeeping(chores.0, chores.1, stop.clone()));
         stop.cancelled().await;
     });
     rt.shutdown_timeout(Duration::from_millis(500));

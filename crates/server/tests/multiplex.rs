@@ -484,7 +484,11 @@ async fn autocommit_and_auto_increment_settings() {
         .unwrap();
     assert_eq!(held(&w), 0);
     c.query_drop("SET autocommit = 0").await.unwrap();
-    assert_eq!(held(&w), 1, "autocommit=0 is a transaction with this setting");
+    assert_eq!(
+        held(&w),
+        1,
+        "autocommit=0 is a transaction with this setting"
+    );
     c.query_drop("SELECT 1").await.unwrap();
     c.query_drop("COMMIT").await.unwrap();
     assert_eq!(held(&w), 1, "until autocommit is back on, not until COMMIT");
@@ -492,7 +496,9 @@ async fn autocommit_and_auto_increment_settings() {
     assert_eq!(held(&w), 0);
 
     // After an insert: kept for the next statements...
-    c.query_drop("INSERT INTO ai_t (v) VALUES (1)").await.unwrap();
+    c.query_drop("INSERT INTO ai_t (v) VALUES (1)")
+        .await
+        .unwrap();
     let inserted = c.last_insert_id();
     assert_eq!(held(&w), 1, "auto-increment affinity");
     c.query_drop("SELECT 1").await.unwrap();
@@ -510,6 +516,63 @@ async fn autocommit_and_auto_increment_settings() {
     // LAST_INSERT_ID() still answers right on any connection.
     let id: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
     assert_eq!(id, inserted);
+}
+
+/// mysql-free_connections_pct bounds idle connections without closing the ones a burst of
+/// statements is still using: a burst of 16 clients over a server whose idle limit is 2 opens
+/// about 16 connections, not one per statement; once idle, the excess is closed.
+#[tokio::test]
+async fn idle_connections_over_the_limit_are_trimmed_not_churned() {
+    let w = start_with_max(20, "free_connections_pct = 10");
+    let pool = |w: &WeirProcess| {
+        let rows = table(
+            w,
+            "SELECT ConnUsed, ConnFree, ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+        );
+        let n = |c: &str| rows[0][c].parse::<u64>().unwrap();
+        (n("ConnUsed"), n("ConnFree"), n("ConnOK"))
+    };
+    let mut clients = Vec::new();
+    for _ in 0..16 {
+        clients.push(connect(&w, Some("weirtest")).await);
+    }
+    let before = pool(&w).2;
+    let mut tasks = Vec::new();
+    for mut c in clients {
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..200 {
+                let _: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+            }
+            c
+        }));
+    }
+    let mut clients = Vec::new();
+    for t in tasks {
+        clients.push(t.await.unwrap());
+    }
+    let (_, free, ok) = pool(&w);
+    assert!(
+        ok - before <= 20,
+        "3,200 statements by 16 clients opened {} connections",
+        ok - before
+    );
+    assert!(
+        free > 2,
+        "the burst's connections are still idle in the pool: {free}"
+    );
+    let started = Instant::now();
+    loop {
+        let (_, free, _) = pool(&w);
+        if free == 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "idle connections over mysql-free_connections_pct stay: {free}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    drop(clients);
 }
 
 /// Prepared statements across the pool: prepared once per connection, executed by many

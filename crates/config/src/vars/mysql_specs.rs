@@ -89,7 +89,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     VarSpec::int("auto_increment_delay_multiplex_timeout_ms", "10000", 0, HOUR_MS, "Maximum time the auto-increment affinity lasts, in ms; 0 = no limit."),
     VarSpec::int("connection_delay_multiplex_ms", "0", 0, 300_000, "Time a connection stays with a session after a statement, in ms."),
     VarSpec::int("connection_max_age_ms", "0", 0, WEEK_MS, "Idle backend connections older than this are closed, in ms; 0 = no limit."),
-    VarSpec::int("free_connections_pct", "10", 0, 100, "Share of max_connections kept as idle connections per server."),
+    VarSpec::int("free_connections_pct", "10", 0, 100, "Share of max_connections kept as idle connections per server; the excess is closed once idle for 1 s."),
     VarSpec::int("connpoll_reset_queue_length", "50", 0, 1000, "Connections queued for reset before extra ones are closed instead."),
     VarSpec::int("reset_connection_algorithm", "2", 1, 2, "How a connection is reset before reuse (compatibility)."),
     VarSpec::int("max_stmts_per_connection", "20", 1, 1024, "Prepared statements a backend connection keeps; the least recently used is closed on the server when another comes."),
