@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# weir's benchmark runner: real tools (sysbench, mysqlslap) against a direct connection to the
-# primary, Debian's haproxy (mode tcp) and weir, all in front of the same MariaDB primary.
-# Targets run interleaved (direct, haproxy, weir, direct, haproxy, weir, ...) for several rounds;
-# the script prints medians, ratios and weir's CPU time per query, and appends a dated entry to
-# bench/RESULTS.md.
+# weir's benchmark runner: real tools (sysbench, mysqlslap, mysqldump) against a direct connection
+# to the primary, Debian's haproxy (mode tcp, to the primary only), weir, weir with seed 003's
+# read/write split rules (weirrw) and, when PROXYSQL_BIN is set, ProxySQL (proxysql, proxysqlrw),
+# all in front of the same MariaDB topology (a primary and 2 replicas).
+# Targets run interleaved (direct, haproxy, weir, weirrw, direct, haproxy, ...) for several
+# rounds; the script prints medians, ratios and each proxy's CPU time per query, and appends a
+# dated entry to bench/RESULTS.md.
 #
 #   bench/run.sh [scenario...]      default: every scenario; bench/run.sh --list to see them
 #
@@ -12,8 +14,18 @@
 #   BENCH_TIME [20]           seconds per sysbench run
 #   BENCH_WARMUP [5]          seconds of unrecorded sysbench warm-up per target
 #   BENCH_TABLE_SIZE [100000] rows of the sysbench table (prepared once, directly on the primary)
-#   BENCH_SLAP_QUERIES [20000] queries per mysqlslap run
-#   BENCH_TARGETS ["direct haproxy weir"]  weirN (e.g. "weir1 weir2 weir4"): one more weir
+#   BENCH_SLAP_QUERIES [20000] queries per mysqlslap run at concurrency 1 (4 times as many above)
+#   BENCH_BIG_ROWS [5000000]  rows of ~200 bytes (about 1 GiB) of the table sbtest.big that
+#                             large_result dumps; created once, on the primary only (not
+#                             replicated), and kept while the topology lives
+#   BENCH_TARGETS ["direct haproxy weir weirrw", plus "proxysql proxysqlrw" when PROXYSQL_BIN
+#                             is set]
+#                             weirrw: weir with seed 003's read/write split rules
+#                             (`^SELECT.*FOR UPDATE$` to hostgroup 0, the primary; `^SELECT` to
+#                             hostgroup 1, the replicas) loaded through its admin interface;
+#                             proxysql: ProxySQL with the same servers, user and threads as weir
+#                             and no rules; proxysqlrw: the same plus the two rules of weirrw;
+#                             weirN (e.g. "weir1 weir2 weir4"): one more weir
 #                             instance with threads = N, to compare settings in the same run;
 #                             weirrN (e.g. weirr1000): a weir with N query rules loaded that
 #                             match none of the workload (seed 004's shape: every query is
@@ -24,9 +36,20 @@
 #                             weirc: a weir with query cache rules (cache_ttl 60 s) for
 #                             `SELECT 1111` and sysbench's point select; weircN: the same
 #                             with threads = N
+#   PROXYSQL_BIN              a ProxySQL (2.x) binary: enables the targets proxysql and
+#                             proxysqlrw, started in the foreground (`-f --initial -c CNF -D DIR`)
+#                             with a proxysql.cnf this script writes (libconfig syntax: datadir,
+#                             admin_variables, mysql_variables with threads, interfaces,
+#                             monitor_enabled=false and server_version, mysql_servers,
+#                             mysql_users, mysql_query_rules) and a new datadir under the work
+#                             directory. Not tried yet: no ProxySQL binary was available where
+#                             this was written (no internet), so the first run with it may need
+#                             fixes; these targets fail at once when PROXYSQL_BIN is unset or not
+#                             executable.
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
-#   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the target "weir"; 1 measured best
-#                             here (2 cores, like haproxy's nbthread 1): see RESULTS.md
+#   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the targets weir, weirrw and the
+#                             ProxySQL ones; 1 measured best here (2 cores, like haproxy's
+#                             nbthread 1): see RESULTS.md
 #   BENCH_WEIR_PORT, BENCH_WEIR_ADMIN_PORT, BENCH_HAPROXY_PORT [free ports picked at random]
 #   BENCH_TOPOLOGY_DIR        reuse the topology whose topology.env is there (left running), or
 #                             start one there; default: a new one, stopped at the end
@@ -42,14 +65,15 @@ BENCH_TIME=${BENCH_TIME:-20}
 WARMUP=${BENCH_WARMUP:-5}
 TABLE_SIZE=${BENCH_TABLE_SIZE:-100000}
 SLAP_QUERIES=${BENCH_SLAP_QUERIES:-20000}
-read -r -a TARGETS <<<"${BENCH_TARGETS:-direct haproxy weir}"
+BIG_ROWS=${BENCH_BIG_ROWS:-5000000}
+read -r -a TARGETS <<<"${BENCH_TARGETS:-direct haproxy weir weirrw${PROXYSQL_BIN:+ proxysql proxysqlrw}}"
 WEIR_THREADS=${BENCH_WEIR_THREADS:-1}
 WEIR_PORT=${BENCH_WEIR_PORT:-$(free_port)}
 WEIR_ADMIN_PORT=${BENCH_WEIR_ADMIN_PORT:-$(free_port)}
 HAPROXY_PORT=${BENCH_HAPROXY_PORT:-$(free_port)}
 RESULTS=${BENCH_RESULTS:-$WEIR_ROOT/bench/RESULTS.md}
 COMMAND_LINE=""
-for var in $(compgen -e | grep -E '^BENCH_' | sort || true); do
+for var in $(compgen -e | grep -E '^(BENCH_|PROXYSQL_BIN$)' | sort || true); do
     COMMAND_LINE+="$var=$(printf '%q' "${!var}") "
 done
 COMMAND_LINE+="bench/run.sh${*:+ $(printf '%q ' "$@")}"
@@ -58,23 +82,66 @@ COMMAND_LINE=${COMMAND_LINE% }
 # --- Scenarios -----------------------------------------------------------------------------------
 # A scenario NAME is a function `scenario_NAME TARGET PORT MODE` (MODE: warmup or run) that prints
 # "VALUE QUERIES" on its last line of stdout; its metadata sits in the arrays below. UNIT is qps
-# (higher is better) or s (lower is better). GOAL, optional: "A/B <= X" or "A/B >= X" on medians.
-SCENARIOS=(point_select_8 slap_c1 rules_point_select_8 multiplex_2000 connect_trx_8 idle_10000
-    cache_slap_c8 cache_point_select_8 cache_point_select_8_ps)
-# ONLY[s]: the targets a scenario runs on (default: all). GOAL may also be "TARGET <= X" (an
-# absolute value). A scenario may append "- ..." note lines to $WORK/notes.
-declare -A DESC UNIT GOAL NEEDS ONLY
-DESC[point_select_8]="sysbench oltp_point_select, text protocol (--db-ps-mode=disable), 8 threads, ${BENCH_TIME} s per run, 1 table of ${TABLE_SIZE} rows"
-UNIT[point_select_8]=qps
-GOAL[point_select_8]="weir/haproxy >= 0.8"
-NEEDS[point_select_8]=sysbench_tables
-DESC[rules_point_select_8]="sysbench oltp_point_select, text protocol, 8 threads, ${BENCH_TIME} s per run: weir with 1000 non-matching rules (target weirr1000) against weir with none; run with BENCH_TARGETS=\"direct weir weirr1000\""
+# (higher is better) or s (lower is better). GOAL, optional: one or more goals separated by ';',
+# each "A/B <= X" or "A/B >= X" on medians.
+# SCENARIOS (in the order a default run takes them): the sysbench matrix below, then these.
+SCENARIOS=()
+OTHER_SCENARIOS=(slap_c1 slap_c8 slap_c32 slap_c128 rw_split large_result rules_point_select_8
+    multiplex_2000 connect_trx_8 idle_10000 cache_slap_c8 cache_point_select_8 cache_point_select_8_ps)
+# ONLY[s]: the targets a scenario runs on (default: all). A goal may also be "TARGET <= X" (an
+# absolute value), or "A-B <= X ns/ITEM" for a UNIT s scenario: A's median minus B's, in ns per
+# ITEM (ITEM[s]: what the QUERIES figure counts, default query). A scenario may append "- ..."
+# note lines to $WORK/notes.
+declare -A DESC UNIT GOAL NEEDS ONLY ITEM
+
+# The sysbench matrix (seed 003's thread counts): NAME_THREADS runs the text protocol,
+# NAME_THREADS_ps prepared statements; one function per name, all calling sysbench_scenario.
+for test in point_select read_only; do
+    for threads in 1 8 64 256; do
+        for ps in disable auto; do
+            name=${test}_$threads protocol="text protocol (--db-ps-mode=disable)" extra=""
+            if [ "$ps" = auto ]; then
+                name+=_ps protocol="prepared statements (--db-ps-mode=auto)"
+            fi
+            if [ "$test" = read_only ]; then
+                # BEGIN, 10 point selects, 4 range selects of --range_size rows, COMMIT.
+                extra=--range_size=100
+                protocol="transactions of 10 point selects and 4 range selects of 100 rows (--range_size=100), $protocol"
+            fi
+            SCENARIOS+=("$name")
+            DESC[$name]="sysbench oltp_$test, $protocol, $threads thread$([ "$threads" = 1 ] || echo s), ${BENCH_TIME} s per run, 1 table of ${TABLE_SIZE} rows"
+            UNIT[$name]=qps
+            NEEDS[$name]=sysbench_tables
+            eval "scenario_$name() { sysbench_scenario oltp_$test $threads $ps \"\$@\" $extra; }"
+        done
+    done
+done
+unset test threads ps name protocol extra
+SCENARIOS+=("${OTHER_SCENARIOS[@]}")
+# The issue's goals: weir with the read/write split against haproxy (the primary only) and
+# against ProxySQL (evaluated when the proxysql target ran).
+GOAL[point_select_8]="weir/haproxy >= 0.8; weirrw/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
+GOAL[point_select_64]="weirrw/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
+DESC[rules_point_select_8]="sysbench oltp_point_select, text protocol, 8 threads, ${BENCH_TIME} s per run: weir with 100 or 1000 non-matching rules (targets weirr100, weirr1000) against weir with none; run with BENCH_TARGETS=\"direct weir weirr100 weirr1000\""
 UNIT[rules_point_select_8]=qps
 GOAL[rules_point_select_8]="weirr1000/weir >= 0.9"
 NEEDS[rules_point_select_8]=sysbench_tables
-DESC[slap_c1]="mysqlslap --query=\"SELECT 1111\" --concurrency=1 --number-of-queries=${SLAP_QUERIES} --iterations=1 (seconds per run)"
-UNIT[slap_c1]=s
-GOAL[slap_c1]="weir/direct <= 1.5"
+for c in 1 8 32 128; do
+    n=$((c == 1 ? SLAP_QUERIES : SLAP_QUERIES * 4))
+    DESC[slap_c$c]="mysqlslap --query=\"SELECT 1111\" --concurrency=$c --number-of-queries=$n --iterations=1 (seconds per run)"
+    UNIT[slap_c$c]=s
+    eval "scenario_slap_c$c() { slap_scenario $c $n \"\$@\"; }"
+done
+unset c n
+GOAL[slap_c1]="weir/direct <= 1.2"
+DESC[rw_split]="sysbench oltp_read_write --skip_trx=on (autocommit: 14 selects and 4 writes per event), text protocol, 8 threads, ${BENCH_TIME} s per run: weirrw (and proxysqlrw) send the selects to the replicas, the other targets send everything to the primary; duplicate-key errors of concurrent delete/insert pairs are ignored (--mysql-ignore-errors)"
+UNIT[rw_split]=qps
+NEEDS[rw_split]=sysbench_tables
+DESC[large_result]="mysqldump --single-transaction --skip-lock-tables sbtest big >/dev/null: ${BIG_ROWS} rows of ~200 bytes (~$((BIG_ROWS * 213 / 1048576)) MiB on the wire) streamed through the target (seconds per run; the warm-up dumps a tenth); per-row overhead = (median - direct's median) / rows; the proxy's RSS is sampled every 0.1 s during each dump, its VmHWM (a process-lifetime peak) read after it; the issue: <= 100 ns per row, weir's peak RSS < 64 MiB"
+UNIT[large_result]=s
+ITEM[large_result]=row
+GOAL[large_result]="weir-direct <= 100 ns/row"
+NEEDS[large_result]=big_table
 
 DESC[multiplex_2000]="sysbench oltp_point_select, text protocol (autocommit point selects), 2000 threads, ${BENCH_TIME} s per run: weir whose primary takes at most 64 backend connections (target weirm64) against at most 2000 (weirm2000); the most connections each weir had open to the primary is sampled with ss every 0.1 s; run with BENCH_TARGETS=\"weirm64 weirm2000\""
 UNIT[multiplex_2000]=qps
@@ -123,43 +190,60 @@ run_sysbench() {
         END { exit !found }'
 }
 
-scenario_point_select_8() {
-    local secs=$BENCH_TIME
-    [ "$3" = warmup ] && secs=$WARMUP
-    run_sysbench oltp_point_select 8 "$2" "$secs" --db-ps-mode=disable
+# sysbench_scenario TEST THREADS PS_MODE TARGET PORT MODE [SYSBENCH_ARGS...]: a sysbench run of
+# BENCH_TIME seconds (BENCH_WARMUP for the warm-up), --db-ps-mode=PS_MODE unless PS_MODE is empty.
+sysbench_scenario() {
+    local test=$1 threads=$2 ps=$3 port=$5 secs=$BENCH_TIME
+    [ "$6" = warmup ] && secs=$WARMUP
+    shift 6
+    run_sysbench "$test" "$threads" "$port" "$secs" ${ps:+"--db-ps-mode=$ps"} "$@"
 }
 
 scenario_rules_point_select_8() { scenario_point_select_8 "$@"; }
 scenario_cache_point_select_8() { scenario_point_select_8 "$@"; }
+scenario_cache_point_select_8_ps() { scenario_point_select_8_ps "$@"; }
 
-scenario_cache_point_select_8_ps() {
-    local secs=$BENCH_TIME
-    [ "$3" = warmup ] && secs=$WARMUP
-    run_sysbench oltp_point_select 8 "$2" "$secs" --db-ps-mode=auto
+scenario_rw_split() {
+    sysbench_scenario oltp_read_write 8 disable "$@" --skip_trx=on \
+        --mysql-ignore-errors=1062,1213,1205,1020
 }
 
-# sample_backend_conns PID FILE: every 0.1 s while PID lives, its TCP connections to the primary.
-sample_backend_conns() {
-    : >"$2"
-    while kill -0 "$1" 2>/dev/null; do
-        ss -Htnp state established "( dport = :$PRIMARY_PORT )" 2>/dev/null |
-            grep -c "pid=$1," >>"$2" || true
+# sample_every PID FILE COMMAND...: every 0.1 s while PID lives, appends COMMAND's output to FILE.
+sample_every() {
+    local pid=$1 file=$2
+    shift 2
+    : >"$file"
+    while kill -0 "$pid" 2>/dev/null; do
+        "$@" >>"$file" 2>/dev/null || true
         sleep 0.1
     done
 }
+# start_sampler PID FILE COMMAND...: sample_every in the background; sets SAMPLER_PID.
+start_sampler() {
+    : >"$2"
+    sample_every "$@" >/dev/null &
+    SAMPLER_PID=$!
+}
+# stop_sampler FILE: stops the sampler, prints the largest sample.
+stop_sampler() {
+    kill "$SAMPLER_PID" 2>/dev/null || true
+    wait "$SAMPLER_PID" 2>/dev/null || true
+    sort -n "$1" | tail -n 1
+}
+
+# backend_conns PID: the TCP connections PID has open to the primary.
+backend_conns() {
+    ss -Htnp state established "( dport = :$PRIMARY_PORT )" 2>/dev/null | grep -c "pid=$1,"
+}
 
 scenario_multiplex_2000() {
-    local t=$1 port=$2 secs=$BENCH_TIME pid=${PID[$1]:-} sampler out peak max
-    [ "$3" = warmup ] && secs=$WARMUP
-    sample_backend_conns "$pid" "$WORK/conns-$t" &
-    sampler=$!
-    out=$(run_sysbench oltp_point_select 2000 "$port" "$secs" --db-ps-mode=disable) || {
-        kill "$sampler" 2>/dev/null
+    local t=$1 pid=${PID[$1]:-} out peak max
+    start_sampler "$pid" "$WORK/conns-$t" backend_conns "$pid"
+    out=$(sysbench_scenario oltp_point_select 2000 disable "$@") || {
+        stop_sampler "$WORK/conns-$t" >/dev/null
         return 1
     }
-    kill "$sampler" 2>/dev/null
-    wait "$sampler" 2>/dev/null || true
-    peak=$(sort -n "$WORK/conns-$t" | tail -n 1)
+    peak=$(stop_sampler "$WORK/conns-$t")
     [ "$3" = warmup ] || echo "- multiplex_2000: $t had at most ${peak:-?} connections open to the primary" >>"$WORK/notes"
     max=${t#weirm}
     if [[ $t == weirm* ]] && [ "${peak:-0}" -gt "$max" ]; then
@@ -169,11 +253,7 @@ scenario_multiplex_2000() {
     printf '%s\n' "$out"
 }
 
-scenario_connect_trx_8() {
-    local secs=$BENCH_TIME
-    [ "$3" = warmup ] && secs=$WARMUP
-    run_sysbench "$WEIR_ROOT/bench/connect_per_trx.lua" 8 "$2" "$secs"
-}
+scenario_connect_trx_8() { sysbench_scenario "$WEIR_ROOT/bench/connect_per_trx.lua" 8 "" "$@"; }
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 
@@ -182,7 +262,7 @@ scenario_idle_10000() {
     [ "$3" = warmup ] && n=$((n / 10))
     [ -n "$pid" ] || return 1
     # mysql-max_connections (default 2048) would refuse most of them.
-    mariadb --protocol=tcp -h127.0.0.1 -P"${ADMIN[$t]}" -uadmin -padmin -e \
+    admin_sql "${ADMIN[$t]}" -e \
         "SET mysql-max_connections = $((n + 1000)); LOAD MYSQL VARIABLES TO RUNTIME" >&2 || return 1
     # Freed memory stays with the allocator: every round compares with the RSS before any
     # idle client ever connected (taken at the warm-up).
@@ -224,16 +304,43 @@ run_slap() {
         print $(NF-1), n; found=1 } END { exit !found }'
 }
 
-scenario_slap_c1() {
-    local n=$SLAP_QUERIES
-    [ "$3" = warmup ] && n=$((SLAP_QUERIES / 10))
-    run_slap "$2" 1 "$n"
+# slap_scenario CONCURRENCY QUERIES TARGET PORT MODE: the warm-up runs a tenth of the queries.
+slap_scenario() {
+    local n=$2
+    [ "$5" = warmup ] && n=$((n / 10))
+    run_slap "$4" "$1" "$n"
 }
 
-scenario_cache_slap_c8() {
-    local n=$((SLAP_QUERIES * 4))
-    [ "$3" = warmup ] && n=$((n / 10))
-    run_slap "$2" 8 "$n"
+scenario_cache_slap_c8() { scenario_slap_c8 "$@"; }
+
+# scenario_large_result TARGET PORT MODE: mysqldump of sbtest.big (a tenth of it for the
+# warm-up); prints "SECONDS ROWS". Notes the proxy's largest VmRSS sampled during the dump and
+# its VmHWM after it.
+scenario_large_result() {
+    local t=$1 port=$2 pid=${PID[$1]:-} rows=$BIG_ROWS where=() start end peak hwm verdict=""
+    if [ "$3" = warmup ]; then
+        rows=$((BIG_ROWS / 10))
+        where=(--where="id <= $rows")
+    fi
+    [ -z "$pid" ] || start_sampler "$pid" "$WORK/rss-$t" rss_kib "$pid"
+    start=$(date +%s.%N)
+    mysqldump --protocol=tcp -h127.0.0.1 -P"$port" -u"$WEIR_USER" -p"$WEIR_PASS" \
+        --single-transaction --skip-lock-tables "${where[@]}" sbtest big >/dev/null || {
+        [ -z "$pid" ] || stop_sampler "$WORK/rss-$t" >/dev/null
+        return 1
+    }
+    end=$(date +%s.%N)
+    if [ -n "$pid" ]; then
+        peak=$(stop_sampler "$WORK/rss-$t")
+        hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
+        if [[ $t == weir* ]]; then
+            verdict=met
+            [ "${peak:-0}" -lt 65536 ] || verdict="NOT met"
+            verdict="; the issue's peak RSS < 65536 KiB (64 MiB) during the dump: $verdict"
+        fi
+        [ "$3" = warmup ] || echo "- large_result: $t VmRSS at most ${peak:-?} KiB during the dump (sampled every 0.1 s), VmHWM $hwm KiB after it (the process's peak since it started, earlier scenarios included)$verdict" >>"$WORK/notes"
+    fi
+    awk -v s="$start" -v e="$end" -v n="$rows" 'BEGIN { printf "%.3f %d\n", e - s, n }'
 }
 
 prepare_sysbench_tables() {
@@ -244,13 +351,63 @@ prepare_sysbench_tables() {
     sysbench oltp_point_select "${args[@]}" prepare >/dev/null
 }
 
+# primary_sql MARIADB_ARGS...: the mariadb client on the primary (database sbtest), bench user.
+primary_sql() {
+    mariadb --protocol=tcp -h127.0.0.1 -P"$PRIMARY_PORT" -u"$WEIR_USER" -p"$WEIR_PASS" sbtest "$@"
+}
+# admin_sql ADMIN_PORT MARIADB_ARGS...: the mariadb client on a proxy's admin interface.
+admin_sql() {
+    local port=$1
+    shift
+    mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uadmin -padmin "$@"
+}
+# runtime_rules ADMIN_PORT: how many query rules the proxy runs with.
+runtime_rules() { admin_sql "$1" -Nse 'SELECT COUNT(*) FROM runtime_mysql_query_rules'; }
+
+# sbtest.big for large_result: BIG_ROWS rows (id 1..BIG_ROWS, pad CHAR(200) latin1), on the
+# primary only (sql_log_bin = 0: a GiB need not be copied to each replica), filled in one
+# INSERT ... SELECT from the Sequence engine's seq_1_to_N (a recursive CTE without it); kept
+# for later runs on the same topology.
+prepare_big_table() {
+    local have source
+    have=$(primary_sql -Nse 'SELECT IFNULL(MAX(id), 0) FROM big' 2>/dev/null || echo 0)
+    if [ "$have" = "$BIG_ROWS" ]; then
+        say "reusing sbtest.big on the primary ($BIG_ROWS rows)"
+        return 0
+    fi
+    say "creating sbtest.big directly on the primary ($BIG_ROWS rows of 200 bytes, not replicated)"
+    if [ "$(primary_sql -Nse "SELECT COUNT(*) FROM information_schema.ENGINES WHERE ENGINE = 'SEQUENCE' AND SUPPORT IN ('YES', 'DEFAULT')")" = 1 ]; then
+        source="SELECT seq, RPAD(CONCAT(seq, '-'), 200, 'x') FROM seq_1_to_$BIG_ROWS"
+    else
+        source="WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < $BIG_ROWS)
+            SELECT n, RPAD(CONCAT(n, '-'), 200, 'x') FROM s"
+    fi
+    primary_sql -e "SET SESSION sql_log_bin = 0; SET SESSION max_recursive_iterations = $((BIG_ROWS + 1));
+        DROP TABLE IF EXISTS big;
+        CREATE TABLE big (id INT NOT NULL PRIMARY KEY, pad CHAR(200) NOT NULL) DEFAULT CHARSET = latin1;
+        INSERT INTO big (id, pad) $source" || die "could not create sbtest.big on the primary"
+}
+
 # --- Targets -------------------------------------------------------------------------------------
 # A target has a port (target_port) and, for a proxy, a process whose CPU time is measured.
-declare -A PORT PID ADMIN
+declare -A PORT PID ADMIN LOG
 WEIR_PID=
 WEIR_PIDS=()
 HAPROXY_PID=
+PROXYSQL_PIDS=()
 TOPOLOGY_PID=
+
+# wait_answers NAME PID PORT LOG: waits until the proxy answers `SELECT 1` on PORT (10 s at most).
+wait_answers() {
+    local i=0
+    until mariadb --protocol=tcp -h127.0.0.1 -P"$3" -u"$WEIR_USER" -p"$WEIR_PASS" \
+        -Nse 'SELECT 1' >/dev/null 2>&1; do
+        kill -0 "$2" 2>/dev/null || die "$1 exited: $(tail -n 5 "$4")"
+        [ $i -lt 100 ] || die "$1 does not answer on port $3 (log: $4)"
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
 
 start_haproxy() {
     local cfg=$WORK/haproxy.cfg
@@ -270,14 +427,96 @@ EOF
     haproxy -c -q -f "$cfg" || die "haproxy rejects $cfg"
     start_bg "$WORK/haproxy.log" haproxy -db -f "$cfg"
     HAPROXY_PID=$BG_PID
-    local i=0
-    until mariadb --protocol=tcp -h127.0.0.1 -P"$HAPROXY_PORT" -u"$WEIR_USER" -p"$WEIR_PASS" \
-        -Nse 'SELECT 1' >/dev/null 2>&1; do
-        kill -0 "$HAPROXY_PID" 2>/dev/null || die "haproxy exited: $(tail -n 5 "$WORK/haproxy.log")"
-        [ $i -lt 100 ] || die "haproxy does not answer on port $HAPROXY_PORT"
-        sleep 0.1
-        i=$((i + 1))
+    wait_answers haproxy "$HAPROXY_PID" "$HAPROXY_PORT" "$WORK/haproxy.log"
+}
+
+# Seed 003's read/write split (its hostgroups 1 and 2 are this topology's 0 and 1): locking reads
+# to the primary, every other SELECT to the replicas; everything else goes to default_hostgroup 0.
+RW_PATTERNS=('^SELECT.*FOR UPDATE$' '^SELECT')
+RW_HOSTGROUPS=(0 1)
+
+# check_proxysql TARGET: fails at once unless PROXYSQL_BIN is an executable.
+check_proxysql() {
+    [ -n "${PROXYSQL_BIN:-}" ] ||
+        die "target $1 needs a ProxySQL binary: set PROXYSQL_BIN=/path/to/proxysql (none is installed by this script)"
+    [ -x "$PROXYSQL_BIN" ] || die "target $1: PROXYSQL_BIN=$PROXYSQL_BIN is not an executable file"
+}
+
+# write_proxysql_config FILE DATADIR PORT ADMIN_PORT RULES: proxysql.cnf (libconfig syntax) in
+# front of the loaded topology, shaped like write_weir_config's: hostgroup 0 = the primary,
+# hostgroup 1 = the replicas, 200 connections each, the bench user with default_hostgroup 0,
+# BENCH_WEIR_THREADS worker threads, no monitor, the primary's server_version; RULES=1 adds the
+# read/write split rules.
+write_proxysql_config() {
+    local file=$1 datadir=$2 port=$3 admin_port=$4 rules=$5 i var version servers=() rows=()
+    version=$(primary_sql -Nse 'SELECT VERSION()') || die "the primary does not answer"
+    servers+=("{ address=\"127.0.0.1\", port=$PRIMARY_PORT, hostgroup=0, max_connections=200 }")
+    for ((i = 1; i <= ${REPLICA_COUNT:-0}; i++)); do
+        var=REPLICA${i}_PORT
+        servers+=("{ address=\"127.0.0.1\", port=${!var}, hostgroup=1, max_connections=200 }")
     done
+    if [ "$rules" = 1 ]; then
+        for i in "${!RW_PATTERNS[@]}"; do
+            rows+=("{ rule_id=$((i + 1)), active=1, match_pattern=\"${RW_PATTERNS[$i]}\", destination_hostgroup=${RW_HOSTGROUPS[$i]}, apply=1 }")
+        done
+    fi
+    cat >"$file" <<EOF
+# ProxySQL in front of a testkit topology: hostgroup 0 = primary (writer), 1 = replicas (readers).
+datadir="$datadir"
+
+admin_variables=
+{
+    admin_credentials="admin:admin"
+    mysql_ifaces="127.0.0.1:$admin_port"
+}
+
+mysql_variables=
+{
+    threads=$WEIR_THREADS
+    max_connections=4000
+    interfaces="127.0.0.1:$port"
+    monitor_enabled=false
+    server_version="$version"
+}
+
+mysql_servers=
+(
+$(printf '    %s,\n' "${servers[@]}" | sed '$ s/,$//')
+)
+
+mysql_users=
+(
+    { username="$WEIR_USER", password="$WEIR_PASS", default_hostgroup=0 }
+)
+
+mysql_query_rules=
+(
+$([ ${#rows[@]} -eq 0 ] || printf '    %s,\n' "${rows[@]}" | sed '$ s/,$//')
+)
+EOF
+}
+
+# start_proxysql NAME RULES: ProxySQL in the foreground (one process, no angel) on a new datadir.
+start_proxysql() {
+    local dir=$WORK/$1 port admin_port
+    check_proxysql "$1"
+    port=$(free_port)
+    admin_port=$(free_port)
+    mkdir -p "$dir/data"
+    write_proxysql_config "$dir/proxysql.cnf" "$dir/data" "$port" "$admin_port" "$2"
+    start_bg "$dir/proxysql.log" "$PROXYSQL_BIN" -f --initial -c "$dir/proxysql.cnf" -D "$dir/data"
+    PROXYSQL_PIDS+=("$BG_PID")
+    PORT[$1]=$port PID[$1]=$BG_PID ADMIN[$1]=$admin_port LOG[$1]=$dir/proxysql.log
+    wait_answers "$1" "$BG_PID" "$port" "$dir/proxysql.log"
+    if [ "$2" = 1 ]; then
+        local n
+        n=$(runtime_rules "$admin_port" 2>&1) || true
+        if [ "$n" = "${#RW_PATTERNS[@]}" ]; then
+            say "$1: $n rules in runtime_mysql_query_rules"
+        else
+            warn "$1: expected ${#RW_PATTERNS[@]} rules in runtime_mysql_query_rules (admin port $admin_port), got: $n"
+        fi
+    fi
 }
 
 start_targets() {
@@ -288,7 +527,15 @@ start_targets() {
         haproxy)
             require_free_port "$HAPROXY_PORT" haproxy BENCH_HAPROXY_PORT
             start_haproxy
-            PORT[haproxy]=$HAPROXY_PORT PID[haproxy]=$HAPROXY_PID
+            PORT[haproxy]=$HAPROXY_PORT PID[haproxy]=$HAPROXY_PID LOG[haproxy]=$WORK/haproxy.log
+            ;;
+        proxysql) start_proxysql "$t" 0 ;;
+        proxysqlrw) start_proxysql "$t" 1 ;;
+        weirrw)
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            load_rw_rules "$admin_port"
             ;;
         weir)
             require_free_port "$WEIR_PORT" weir BENCH_WEIR_PORT
@@ -313,7 +560,7 @@ start_targets() {
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy weir weirN weirrN weirmN weirs weirc weircN)" ;;
+        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirN weirrN weirmN weirs weirc weircN)" ;;
         esac
     done
 }
@@ -324,7 +571,7 @@ start_weir_with_primary() {
     local admin_port
     admin_port=$(free_port)
     start_weir_target "$1" "$(free_port)" "$admin_port" "$WEIR_THREADS"
-    mariadb --protocol=tcp -h127.0.0.1 -P"$admin_port" -uadmin -padmin -e \
+    admin_sql "$admin_port" -e \
         "UPDATE mysql_servers SET $2 WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME" ||
         die "could not set $2 on the primary of $1"
 }
@@ -334,7 +581,7 @@ start_weir_target() {
     write_weir_config "$WORK/$1.toml" "$2" "$3" "$4"
     start_weir "$WORK/$1.toml" "$WORK/$1-data" "$WORK/$1.log" "$2"
     WEIR_PIDS+=("$WEIR_PID")
-    PORT[$1]=$2 PID[$1]=$WEIR_PID ADMIN[$1]=$3
+    PORT[$1]=$2 PID[$1]=$WEIR_PID ADMIN[$1]=$3 LOG[$1]=$WORK/$1.log
     WEIR_THREADS_OF[$1]=$4
 }
 declare -A WEIR_THREADS_OF
@@ -348,16 +595,28 @@ load_rules() {
         sql+="INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) VALUES ($i, 1, '(from|into|update|into table) sbtest$((i + 1))\\b', 0, 1);"
     done
     sql+="LOAD MYSQL QUERY RULES TO RUNTIME;"
-    printf '%s\n' "$sql" | mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uadmin -padmin ||
+    printf '%s\n' "$sql" | admin_sql "$port" ||
         die "could not load $n rules into weir (admin port $port)"
-    say "loaded $n rules: $(mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uadmin -padmin -Nse \
-        'SELECT COUNT(*) FROM runtime_mysql_query_rules') in runtime_mysql_query_rules"
+    say "loaded $n rules: $(runtime_rules "$port") in runtime_mysql_query_rules"
+}
+
+# load_rw_rules ADMIN_PORT: the read/write split rules (RW_PATTERNS), as seed 003 loads them.
+load_rw_rules() {
+    local i values=""
+    for i in "${!RW_PATTERNS[@]}"; do
+        values+="${values:+, }($((i + 1)), 1, '${RW_PATTERNS[$i]}', ${RW_HOSTGROUPS[$i]}, 1)"
+    done
+    admin_sql "$1" -e "
+        INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply)
+        VALUES $values;
+        LOAD MYSQL QUERY RULES TO RUNTIME" || die "could not load the read/write split rules (admin port $1)"
+    say "read/write split: $(runtime_rules "$1") rules in runtime_mysql_query_rules"
 }
 
 # load_cache_rules ADMIN_PORT: cache seed 000's `SELECT 1111` and sysbench's point select (text
 # and prepared) for 60 s.
 load_cache_rules() {
-    mariadb --protocol=tcp -h127.0.0.1 -P"$1" -uadmin -padmin -e "
+    admin_sql "$1" -e "
         INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply)
         VALUES (1, 1, '^SELECT 1111\$', 60000, 1), (2, 1, '^SELECT c FROM sbtest1 WHERE id=', 60000, 1);
         LOAD MYSQL QUERY RULES TO RUNTIME" || die "could not load the cache rules (admin port $1)"
@@ -383,6 +642,7 @@ cleanup() {
     trap - EXIT INT TERM
     local pid
     for pid in "${WEIR_PIDS[@]}"; do stop_pid "$pid" weir 30; done
+    for pid in "${PROXYSQL_PIDS[@]}"; do stop_pid "$pid" proxysql 30; done
     stop_pid "$HAPROXY_PID" haproxy 10
     stop_pid "$TOPOLOGY_PID" weir-testkit 60
     if [ "$rc" -eq 0 ]; then
@@ -406,10 +666,46 @@ fmt_value() {
 # runs_on SCENARIO TARGET: whether the scenario runs on that target.
 runs_on() { [ -z "${ONLY[$1]:-}" ] || [[ " ${ONLY[$1]} " == *" $2 "* ]]; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# items_per_run TARGET: the QUERIES figure of one of TARGET's runs of this scenario.
+items_per_run() {
+    awk -v q="${QUERIES[$1]:-0}" -v n="$(wc -w <<<"${VALUES[$1]:-}")" \
+        'BEGIN { if (n > 0) print q / n; else print 0 }'
+}
+# overhead_ns A B: A's median minus B's, in ns per item (query, row) of a run (UNIT s).
+overhead_ns() {
+    awk -v a="${MED[$1]}" -v b="${MED[$2]}" -v n="$(items_per_run "$1")" \
+        'BEGIN { if (n > 0) printf "%.0f", (a - b) / n * 1e9; else print "n/a" }'
+}
+# goal_verdict GOAL: "GOAL: met (X)", "GOAL: NOT met (X)" or "GOAL: no data", X computed from
+# this scenario's medians (MED): A/B a ratio, A-B an overhead in ns per item, A a median.
+goal_verdict() {
+    local pair op limit unit a b r=""
+    read -r pair op limit unit <<<"$1"
+    case $pair in
+    */* | *-*)
+        a=${pair%[/-]*} b=${pair#*[/-]}
+        if [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
+            if [[ $pair == */* ]]; then r=$(ratio "${MED[$a]}" "${MED[$b]}"); else r=$(overhead_ns "$a" "$b"); fi
+        fi
+        ;;
+    *) r=${MED[$pair]:-} ;;
+    esac
+    set -- "$pair $op $limit${unit:+ $unit}"
+    if [ -z "$r" ] || [ "$r" = n/a ]; then
+        echo "$1: no data"
+    elif awk -v r="$r" -v l="$limit" -v op="$op" 'BEGIN { exit !(op == ">=" ? r >= l : r <= l) }'; then
+        echo "$1: met ($r)"
+    else
+        echo "$1: NOT met ($r)"
+    fi
+}
 
 # --- Main ----------------------------------------------------------------------------------------
 if [ "${1:-}" = --list ]; then
-    for s in "${SCENARIOS[@]}"; do printf '%-16s %s\n' "$s" "${DESC[$s]}"; done
+    for s in "${SCENARIOS[@]}"; do
+        printf '%-24s %s\n' "$s" "${DESC[$s]}"
+        [ -z "${GOAL[$s]:-}" ] || printf '%-24s goal: %s\n' "" "${GOAL[$s]}"
+    done
     exit 0
 fi
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
@@ -421,9 +717,12 @@ RUN_SCENARIOS=("$@")
 for s in "${RUN_SCENARIOS[@]}"; do
     [ -n "${DESC[$s]:-}" ] || die "unknown scenario $s (bench/run.sh --list)"
 done
+for t in "${TARGETS[@]}"; do
+    case $t in proxysql | proxysqlrw) check_proxysql "$t" ;; esac
+done
 
 ensure_packages mariadbd:mariadb-server mariadb-install-db:mariadb-server mariadb:mariadb-client \
-    mysqlslap:mariadb-client sysbench:sysbench haproxy:haproxy
+    mysqlslap:mariadb-client mysqldump:mariadb-client sysbench:sysbench haproxy:haproxy
 build_release
 WORK=$(mktemp -d /tmp/weir-bench.XXXXXX)
 trap cleanup EXIT
@@ -487,10 +786,10 @@ for s in "${RUN_SCENARIOS[@]}"; do
                 QUERIES[$t]=$((QUERIES[$t] + queries))
                 if [ -n "$pid" ]; then CPU[$t]=$((CPU[$t] + $(cpu_ticks "$pid") - before)); fi
                 [ -z "$PRIMARY_PID" ] || PCPU[$t]=$((PCPU[$t] + $(cpu_ticks "$PRIMARY_PID") - pbefore))
-                printf '  round %d  %-8s %s\n' "$round" "$t" "$(fmt_value "$value" "${UNIT[$s]}")"
+                printf '  round %d  %-10s %s\n' "$round" "$t" "$(fmt_value "$value" "${UNIT[$s]}")"
             else
                 FAILURES+=("$s round $round: $t failed: $(tail -n 3 "$WORK/err" | tr '\n' ' ')")
-                printf '  round %d  %-8s FAILED\n' "$round" "$t"
+                printf '  round %d  %-10s FAILED\n' "$round" "$t"
                 tail -n 5 "$WORK/err" | sed 's/^/    /'
             fi
         done
@@ -514,45 +813,33 @@ for s in "${RUN_SCENARIOS[@]}"; do
     ratios=""
     pairs=()
     for t in "${TARGETS[@]}"; do [ "$t" = direct ] || pairs+=("$t/direct"); done
-    for t in "${TARGETS[@]}"; do [[ $t != weir* ]] || pairs+=("$t/haproxy"); done
+    for t in "${TARGETS[@]}"; do [[ $t != weir* ]] || pairs+=("$t/haproxy" "$t/proxysql"); done
+    pairs+=(weirrw/proxysqlrw weirrw/weir proxysqlrw/proxysql)
     for pair in "${pairs[@]}"; do
         a=${pair%/*} b=${pair#*/}
         if [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
             ratios+="$pair $(ratio "${MED[$a]}" "${MED[$b]}"), "
         fi
     done
-    goal=${GOAL[$s]:-}
-    verdict="-"
-    if [ -n "$goal" ]; then
-        read -r pair op limit <<<"$goal"
-        a=${pair%/*} b=${pair#*/}
-        if [[ $pair != */* ]] && [ -n "${MED[$a]:-}" ]; then
-            r=${MED[$a]}
-            b=$a
-        elif [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
-            r=$(ratio "${MED[$a]}" "${MED[$b]}")
-        fi
-        if [ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ]; then
-            if awk -v r="$r" -v l="$limit" -v op="$op" 'BEGIN { exit !(op == ">=" ? r >= l : r <= l) }'; then
-                verdict="$goal: met ($r)"
-            else
-                verdict="$goal: NOT met ($r)"
-            fi
-        else
-            verdict="$goal: no data"
-        fi
-    fi
-    row+=" ${ratios%, } | $verdict |"
+    verdict=""
+    IFS=';' read -r -a goals <<<"${GOAL[$s]:-}"
+    for goal in "${goals[@]}"; do verdict+="${verdict:+; }$(goal_verdict "$goal")"; done
+    row+=" ${ratios%, } | ${verdict:--} |"
     TABLE+="$row"$'\n'
     ticks_per_s=$(getconf CLK_TCK)
+    item=${ITEM[$s]:-query} items=queries
+    [ -z "${ITEM[$s]:-}" ] || items=${ITEM[$s]}s
     for t in "${TARGETS[@]}"; do
         if [ -n "$PRIMARY_PID" ] && [ "${QUERIES[$t]:-0}" -gt 0 ]; then
-            NOTES+="- $s: primary mariadbd CPU time under $t $(awk -v c="${PCPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" \
-                'BEGIN { printf "%.2f µs/query", c / hz / q * 1e6 }')"$'\n'
+            NOTES+="- $s: primary mariadbd CPU time under $t $(awk -v c="${PCPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" -v i="$item" \
+                'BEGIN { printf "%.2f µs/%s", c / hz / q * 1e6, i }')"$'\n'
+        fi
+        if [ "${UNIT[$s]}" = s ] && [ "$t" != direct ] && [ -n "${MED[$t]:-}" ] && [ -n "${MED[direct]:-}" ]; then
+            NOTES+="- $s: $t overhead over direct: $(overhead_ns "$t" direct) ns/$item (median minus direct's median, over $(items_per_run "$t") $items per run)"$'\n'
         fi
         if [ -z "${PID[$t]:-}" ] || [ "${QUERIES[$t]:-0}" -eq 0 ]; then continue; fi
-        NOTES+="- $s: $t CPU time $(awk -v c="${CPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" \
-            'BEGIN { printf "%.2f µs/query (%.2f s over %d queries)", c / hz / q * 1e6, c / hz, q }')"$'\n'
+        NOTES+="- $s: $t CPU time $(awk -v c="${CPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" -v i="$item" -v is="$items" \
+            'BEGIN { printf "%.2f µs/%s (%.2f s over %d %s)", c / hz / q * 1e6, i, c / hz, q, is }')"$'\n'
     done
     for t in "${TARGETS[@]}"; do
         runs_on "$s" "$t" || continue
@@ -560,14 +847,18 @@ for s in "${RUN_SCENARIOS[@]}"; do
     done
 done
 
-for t in "${!WEIR_THREADS_OF[@]}"; do
-    log=$WORK/$t.log pid=${PID[$t]}
-    problems=$(grep -cE ' (WARN|ERROR) ' "$log" || true)
-    NOTES+="- $t (threads = ${WEIR_THREADS_OF[$t]}) log: $problems WARN/ERROR lines"
-    if [ "$problems" -gt 0 ]; then
-        NOTES+=", the last ones: $(grep -E ' (WARN|ERROR) ' "$log" | tail -n 3 | tr '\n' ' ')"
+# Every proxy: still running (its peak RSS) or died (its log); weir's WARN/ERROR log lines.
+for t in "${TARGETS[@]}"; do
+    log=${LOG[$t]:-} pid=${PID[$t]:-}
+    [ -n "$pid" ] || continue
+    if [ -n "${WEIR_THREADS_OF[$t]:-}" ]; then
+        problems=$(grep -cE ' (WARN|ERROR) ' "$log" || true)
+        NOTES+="- $t (threads = ${WEIR_THREADS_OF[$t]}) log: $problems WARN/ERROR lines"
+        if [ "$problems" -gt 0 ]; then
+            NOTES+=", the last ones: $(grep -E ' (WARN|ERROR) ' "$log" | tail -n 3 | tr '\n' ' ')"
+        fi
+        NOTES+=$'\n'
     fi
-    NOTES+=$'\n'
     if kill -0 "$pid" 2>/dev/null; then
         NOTES+="- $t peak RSS: $(awk '/VmHWM/ { print $2, $3 }' "/proc/$pid/status")"$'\n'
     else
@@ -601,6 +892,8 @@ if [ "${BENCH_NO_RECORD:-0}" != 1 ]; then
             "$(haproxy -v | awk 'NR == 1 { print $3 }')" "$(for t in "${TARGETS[@]}"; do
                 [ -z "${WEIR_THREADS_OF[$t]:-}" ] || printf '%s (%s) ' "${WEIR_THREADS_OF[$t]}" "$t"
             done)"
+        [ ${#PROXYSQL_PIDS[@]} -eq 0 ] || printf -- '- ProxySQL: %s (mysql-threads %s, monitor disabled)\n' \
+            "$("$PROXYSQL_BIN" --version 2>&1 | head -n 1)" "$WEIR_THREADS"
         # shellcheck disable=SC2016 # literal backquotes (markdown)
         printf -- '- command: `%s`\n' "$COMMAND_LINE"
         printf -- '- %s rounds, targets interleaved: %s; load average before: %s, after: %s\n' \
