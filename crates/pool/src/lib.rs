@@ -146,7 +146,9 @@ impl Default for Pool {
 
 /// A connection checked out of the pool; return it with [`Pool::checkin`] or drop it to close.
 pub struct PooledConn {
-    conn: Option<BackendConn>,
+    // Boxed: a connection moves between the pool and sessions at every statement, and a
+    // pointer moves for free where the struct would be copied.
+    conn: Option<Box<BackendConn>>,
     server: Arc<ServerState>,
     key: PoolKey,
 }
@@ -454,12 +456,14 @@ impl Pool {
                 capabilities: login.key.capabilities,
                 connect_timeout: settings.connect_timeout,
             };
-            match BackendConn::connect(&params).await {
+            // Boxed: the connect and handshake make a large future, which would otherwise
+            // be part of every checkout's state (and be copied with it) for a rare event.
+            match Box::pin(BackendConn::connect(&params)).await {
                 Ok(conn) => {
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
                     return Ok(PooledConn {
-                        conn: Some(conn),
+                        conn: Some(Box::new(conn)),
                         server,
                         key: login.key.clone(),
                     });

@@ -121,7 +121,7 @@ pub struct ServerSnapshot {
 
 struct Idle {
     key: PoolKey,
-    conn: BackendConn,
+    conn: Box<BackendConn>,
     since: Instant,
 }
 
@@ -421,7 +421,7 @@ impl ServerState {
         }
     }
 
-    pub(crate) fn take_idle(&self, key: &PoolKey) -> Option<BackendConn> {
+    pub(crate) fn take_idle(&self, key: &PoolKey) -> Option<Box<BackendConn>> {
         let n = self.idle.len();
         let own = crate::worker::current() % n;
         for k in 0..n {
@@ -452,7 +452,7 @@ impl ServerState {
         }
     }
 
-    pub(crate) fn put_idle(&self, key: PoolKey, conn: BackendConn) {
+    pub(crate) fn put_idle(&self, key: PoolKey, conn: Box<BackendConn>) {
         let own = crate::worker::current() % self.idle.len();
         self.idle[own].lock().push(Idle {
             key,

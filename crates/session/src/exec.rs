@@ -435,6 +435,12 @@ impl Session {
 /// was delivered (false when the server could not be reached or refused it, e.g. because the
 /// thread is already gone).
 pub(crate) async fn kill_on_backend(shared: &crate::Shared, r: &Running, query_only: bool) -> bool {
+    // Boxed: the connect and handshake make a large future, which would otherwise be part
+    // of the state of every statement's relay (and be copied with it) for a rare event.
+    Box::pin(kill_over_new_connection(shared, r, query_only)).await
+}
+
+async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_only: bool) -> bool {
     let settings = shared.pool.settings();
     let params = ConnectParams {
         endpoint: r.server.endpoint().clone(),

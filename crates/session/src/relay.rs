@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 use std::sync::atomic::{AtomicU8, Ordering};
 use tokio::io::AsyncWriteExt;
 use weir_backend::{BackendConn, BackendError};
-use weir_wire::msg::{write_ok, ErrInfo, OkInfo};
+use weir_wire::msg::{ErrInfo, OkInfo};
 use weir_wire::packet::write_packet;
 use weir_wire::reply::{Expect, ReplyTracker, Role, CLASSIFY_BYTES};
 use weir_wire::{cap, status, PacketHeader};
@@ -182,6 +182,8 @@ pub async fn relay_reply<'a>(
     if let Some(c) = capture.as_deref_mut() {
         c.restart();
     }
+    // Replies are staged in the client's write buffer only while being relayed.
+    debug_assert!(client.wbuf.is_empty());
     let mut r = Relay {
         client,
         conn,
@@ -211,26 +213,53 @@ impl Relay<'_> {
         }
     }
 
+    /// Sends the client what is staged and `rbuf[from..to]`, in one write: straight from the
+    /// read buffer when nothing is staged (the common case), else after the staged bytes.
     async fn write_client(&mut self, from: usize, to: usize) -> Result<(), RelayError> {
-        if to > from && self.guard.begin_write() {
-            self.client
-                .stream
-                .write_all(&self.conn.rbuf[from..to])
-                .await
-                .map_err(RelayError::Client)?;
+        let staged = !self.client.wbuf.is_empty();
+        if to <= from && !staged {
+            return Ok(());
         }
+        if !self.guard.begin_write() {
+            self.client.wbuf.clear();
+            return Ok(());
+        }
+        let out = if staged {
+            self.stage(from, to);
+            &self.client.wbuf[..]
+        } else {
+            &self.conn.rbuf[from..to]
+        };
+        self.client
+            .stream
+            .write_all(out)
+            .await
+            .map_err(RelayError::Client)?;
+        self.client.wbuf.clear();
         Ok(())
     }
 
-    async fn write_built(&mut self, buf: &BytesMut) -> Result<(), RelayError> {
-        if self.guard.begin_write() {
+    /// Copies `rbuf[from..to]` to the client's write buffer, so that what a translation leaves
+    /// out or adds does not split the reply into several writes (each a segment the client
+    /// may wake up for).
+    fn stage(&mut self, from: usize, to: usize) {
+        if to > from {
             self.client
-                .stream
-                .write_all(buf)
-                .await
-                .map_err(RelayError::Client)?;
+                .wbuf
+                .extend_from_slice(&self.conn.rbuf[from..to]);
         }
-        Ok(())
+    }
+
+    /// Stages the OK packet with header 0xFE that ends rows for a CLIENT_DEPRECATE_EOF client.
+    fn stage_ok_eof(&mut self, warnings: u16, status: u16) {
+        weir_wire::msg::write_end_of_rows(
+            &mut self.client.wbuf,
+            self.client_seq,
+            cap::DEPRECATE_EOF,
+            status,
+            warnings,
+        );
+        self.client_seq = self.client_seq.wrapping_add(1);
     }
 
     /// Drops the first `pos` bytes of the read buffer, relayed or skipped, keeping a copy
@@ -338,21 +367,21 @@ impl Relay<'_> {
             match role {
                 Role::DefinitionsEof { status: st } if self.deprecate_eof => {
                     // Definitions EOFs are small: the whole packet is in the buffer.
-                    self.write_client(flush_from, pos).await?;
+                    self.stage(flush_from, pos);
                     pos += 4 + h.len;
                     flush_from = pos;
                     if st & status::CURSOR_EXISTS != 0 {
                         // The end of metadata must still be signalled when a cursor opened.
-                        self.send_ok_eof(0, st).await?;
+                        self.stage_ok_eof(0, st);
                     }
                     continue;
                 }
                 Role::EndOfRows { warnings, status } if self.deprecate_eof => {
                     self.out.warnings = warnings;
-                    self.write_client(flush_from, pos).await?;
+                    self.stage(flush_from, pos);
                     pos += 4 + h.len;
                     flush_from = pos;
-                    self.send_ok_eof(warnings, status).await?;
+                    self.stage_ok_eof(warnings, status);
                     continue;
                 }
                 Role::Row => self.out.rows += 1,
@@ -393,24 +422,6 @@ impl Relay<'_> {
         self.write_client(flush_from, pos).await?;
         self.consume(pos);
         Ok(())
-    }
-
-    async fn send_ok_eof(&mut self, warnings: u16, status: u16) -> Result<(), RelayError> {
-        let mut b = BytesMut::with_capacity(16);
-        write_ok(
-            &mut b,
-            self.client_seq,
-            &OkInfo {
-                affected_rows: 0,
-                last_insert_id: 0,
-                status,
-                warnings,
-            },
-            b"",
-        );
-        b[4] = 0xfe;
-        self.client_seq = self.client_seq.wrapping_add(1);
-        self.write_built(&b).await
     }
 
     /// Relays the client's file for LOAD DATA LOCAL INFILE until its empty closing packet.
