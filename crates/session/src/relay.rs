@@ -17,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 use weir_backend::{BackendConn, BackendError};
 use weir_wire::msg::{ErrInfo, OkInfo};
 use weir_wire::packet::write_packet;
-use weir_wire::reply::{Expect, ReplyTracker, Role, CLASSIFY_BYTES};
+use weir_wire::reply::{pass_rows, Expect, ReplyTracker, Role, CLASSIFY_BYTES};
 use weir_wire::{cap, status, PacketHeader};
 
 /// How a relayed reply ended.
@@ -338,6 +338,14 @@ impl Relay<'_> {
                 flush_from = 0;
                 self.local_infile().await?;
                 continue;
+            }
+            if self.tracker.in_rows() {
+                // The bulk of a big result: whole rows pass with only their sequence ids
+                // rewritten; the packet that stops the run goes through the tracker below.
+                let passed = pass_rows(&mut self.conn.rbuf[pos..], self.client_seq);
+                pos += passed.bytes;
+                self.out.rows += passed.rows;
+                self.client_seq = passed.next_seq;
             }
             let avail = self.conn.rbuf.len() - pos;
             let Some(h) = PacketHeader::parse(&self.conn.rbuf[pos..]) else {

@@ -8,7 +8,7 @@
 use crate::io::Reader;
 use crate::msg::{is_eof, parse_eof, OkInfo};
 use crate::packet::MAX_PAYLOAD;
-use crate::{status, WireError};
+use crate::{status, PacketHeader, WireError};
 
 /// How many payload bytes [`ReplyTracker::feed`] needs at most to classify a packet.
 pub const CLASSIFY_BYTES: usize = 32;
@@ -122,6 +122,12 @@ impl ReplyTracker {
             continuation: false,
             last_status: 0,
         }
+    }
+
+    /// Whether the next packet is in a result set's rows (and not a further frame of a big
+    /// one): [`pass_rows`] may then skip the plain rows.
+    pub fn in_rows(&self) -> bool {
+        self.state == State::Rows && !self.continuation
     }
 
     /// Whether the reply is complete.
@@ -358,6 +364,46 @@ impl ReplyTracker {
 
 mod replay;
 pub use replay::{replay, Replayed};
+
+/// What [`pass_rows`] went over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowsPassed {
+    /// Bytes of whole row packets, headers included.
+    pub bytes: usize,
+    /// Rows.
+    pub rows: u64,
+    /// The sequence id the next packet gets.
+    pub next_seq: u8,
+}
+
+/// Goes over the whole row packets at the start of `buf`, renumbering their sequence ids from
+/// `seq`, and stops at the first packet that is not a plain row (the EOF or ERR that ends the
+/// rows, a frame of 16 MiB or more) or not whole in `buf`. For a reply whose tracker is
+/// [`ReplyTracker::in_rows`]: rows are most of a big result, and this loop is all they need,
+/// without the tracker (rows do not change its state).
+pub fn pass_rows(buf: &mut [u8], mut seq: u8) -> RowsPassed {
+    let mut pos = 0;
+    let mut rows = 0;
+    while let Some(h) = PacketHeader::parse(&buf[pos..]) {
+        let end = pos + 4 + h.len;
+        if h.len >= MAX_PAYLOAD || h.len == 0 || end > buf.len() {
+            break;
+        }
+        let first = buf[pos + 4];
+        if first == 0xff || is_eof(h.len, first) {
+            break;
+        }
+        buf[pos + 3] = seq;
+        seq = seq.wrapping_add(1);
+        rows += 1;
+        pos = end;
+    }
+    RowsPassed {
+        bytes: pos,
+        rows,
+        next_seq: seq,
+    }
+}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

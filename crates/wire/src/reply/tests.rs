@@ -128,3 +128,49 @@ proptest::proptest! {
         }
     }
 }
+
+/// A row packet with `payload`, sequence id 0.
+fn framed(payload: &[u8]) -> Vec<u8> {
+    let mut b = BytesMut::new();
+    crate::packet::write_packet(&mut b, 0, payload);
+    b.to_vec()
+}
+
+#[test]
+fn pass_rows_goes_over_plain_rows_only() {
+    let mut buf = Vec::new();
+    buf.extend(framed(b"\x01a"));
+    buf.extend(framed(b"\xfb")); // NULL first column
+                                 // A row whose first column is a string with an 8-byte length: starts with 0xfe, not an EOF.
+    let mut long = vec![0xfe, 9, 0, 0, 0, 0, 0, 0, 0];
+    long.extend_from_slice(b"123456789");
+    buf.extend(framed(&long));
+    let rows_len = buf.len();
+    buf.extend(framed(&eof(0)));
+    let r = pass_rows(&mut buf, 5);
+    assert_eq!(
+        r,
+        RowsPassed {
+            bytes: rows_len,
+            rows: 3,
+            next_seq: 8
+        }
+    );
+    let seqs: Vec<u8> = [0, 6, 11].iter().map(|&at| buf[at + 3]).collect();
+    assert_eq!(seqs, [5, 6, 7]);
+    // The tracker agrees on where the rows end.
+    let mut t = ReplyTracker::new(Expect::Fetch);
+    assert_eq!(t.feed(2, b"\x01a").unwrap(), Role::Row);
+    assert!(t.in_rows());
+
+    // Stops before an ERR and before a packet not whole in the buffer.
+    let mut buf = framed(b"\x01a");
+    buf.extend(framed(b"\xff\x10\x04#HY000oops"));
+    assert_eq!(pass_rows(&mut buf, 1).rows, 1);
+    let mut buf = framed(b"\x01a");
+    let whole = buf.len();
+    buf.extend(&framed(b"\x03abc")[..6]);
+    let r = pass_rows(&mut buf, 1);
+    assert_eq!((r.bytes, r.rows), (whole, 1));
+    assert_eq!(pass_rows(&mut [0u8; 3], 0).bytes, 0);
+}
