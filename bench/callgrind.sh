@@ -8,7 +8,8 @@
 #
 # For each binary: weir (threads = 1, no rules) runs under callgrind in front of the primary of
 # a testkit topology; after a warm-up, instrumentation counts 4,000 mysqlslap `SELECT 1111`
-# (concurrency 4), then 4,000 sysbench oltp_point_select events (text protocol, 2 threads).
+# (concurrency 4), then 4,000 sysbench oltp_point_select events (text protocol, 2 threads),
+# then a mysqldump of 100,000 rows of 200 bytes (instructions per row).
 # The kernel's share (system calls, TCP) is not counted: see bench/run.sh for wall-clock
 # figures. Appends a dated entry to bench/RESULTS.md (BENCH_NO_RECORD=1: not).
 set -euo pipefail
@@ -42,8 +43,12 @@ REPLICAS=0 start_topology "$WORK/topology" "$WORK/testkit.log"
 SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$WEIR_USER" --mysql-password="$WEIR_PASS"
     --mysql-db=sbtest --tables=1 --table-size=10000)
 sysbench oltp_point_select "${SB[@]}" --mysql-port="$PRIMARY_PORT" prepare >/dev/null
+DUMP_ROWS=100000
+mariadb --protocol=tcp -h127.0.0.1 -P"$PRIMARY_PORT" -u"$WEIR_USER" -p"$WEIR_PASS" sbtest -e "
+    CREATE OR REPLACE TABLE big (id INT NOT NULL PRIMARY KEY, pad CHAR(200) NOT NULL) DEFAULT CHARSET = latin1;
+    INSERT INTO big SELECT seq, RPAD(CONCAT(seq, '-'), 200, 'x') FROM seq_1_to_$DUMP_ROWS"
 
-# count LABEL BINARY: prints "LABEL SLAP_PER_QUERY SYSBENCH_PER_QUERY".
+# count LABEL BINARY: prints "LABEL SLAP_PER_QUERY SYSBENCH_PER_QUERY DUMP_PER_ROW".
 count() {
     local label=$1 bin=$2 port admin out i
     port=$(free_port)
@@ -69,11 +74,15 @@ count() {
     sysbench oltp_point_select "${SB[@]}" --mysql-port="$port" --threads=2 --events="$QUERIES" \
         --time=0 --db-ps-mode=disable run >/dev/null
     callgrind_control -d sysbench "$CG_PID" >/dev/null
+    callgrind_control -z "$CG_PID" >/dev/null
+    mysqldump --protocol=tcp -h127.0.0.1 -P"$port" -u"$WEIR_USER" -p"$WEIR_PASS" \
+        --single-transaction --skip-lock-tables sbtest big >/dev/null
+    callgrind_control -d dump "$CG_PID" >/dev/null
     stop_pid "$CG_PID" callgrind 30
     CG_PID=
     printf '%s' "$label"
-    for f in "$out.1" "$out.2"; do
-        awk -v q="$QUERIES" -F': ' '/^(summary|totals):/ { printf " %d", $2 / q; exit }' "$f"
+    for f in "$out.1:$QUERIES" "$out.2:$QUERIES" "$out.3:$DUMP_ROWS"; do
+        awk -v q="${f##*:}" -F': ' '/^(summary|totals):/ { printf " %d", $2 / q; exit }' "${f%:*}"
     done
     printf '\n'
 }
@@ -82,11 +91,11 @@ ROWS=""
 for spec in "$@"; do
     label=${spec%%=*}
     say "counting $label (${spec#*=})"
-    read -r l slap sb <<<"$(count "$label" "${spec#*=}")"
-    ROWS+="| $l | \`${spec#*=}\` | $slap | $sb |"$'\n'
+    read -r l slap sb dump <<<"$(count "$label" "${spec#*=}")"
+    ROWS+="| $l | \`${spec#*=}\` | $slap | $sb | $dump |"$'\n'
 done
-TABLE="| label | binary | mysqlslap \`SELECT 1111\` (instructions/query) | sysbench point select (instructions/query) |"$'\n'
-TABLE+="|---|---|---|---|"$'\n'$ROWS
+TABLE="| label | binary | mysqlslap \`SELECT 1111\` (instructions/query) | sysbench point select (instructions/query) | mysqldump (instructions/row) |"$'\n'
+TABLE+="|---|---|---|---|---|"$'\n'$ROWS
 printf '\n%s' "$TABLE"
 if [ "${BENCH_NO_RECORD:-0}" != 1 ]; then
     {
@@ -96,7 +105,7 @@ if [ "${BENCH_NO_RECORD:-0}" != 1 ]; then
         # shellcheck disable=SC2016
         printf -- '- command: `bench/callgrind.sh %s`\n' "$*"
         # shellcheck disable=SC2016
-        printf -- '- %s mysqlslap `SELECT 1111` at concurrency 4, then %s sysbench oltp_point_select events (text, 2 threads), through weir (threads = 1, no rules) under valgrind --tool=callgrind, after a warm-up; weir'"'"'s user-space instructions only (the kernel'"'"'s are not counted)\n\n' "$QUERIES" "$QUERIES"
+        printf -- '- %s mysqlslap `SELECT 1111` at concurrency 4, then %s sysbench oltp_point_select events (text, 2 threads), then a mysqldump of '"$DUMP_ROWS"' rows of 200 bytes, through weir (threads = 1, no rules) under valgrind --tool=callgrind, after a warm-up; weir'"'"'s user-space instructions only (the kernel'"'"'s are not counted)\n\n' "$QUERIES" "$QUERIES"
         printf '%s' "$TABLE"
     } >>"$WEIR_ROOT/bench/RESULTS.md"
     say "appended to bench/RESULTS.md"
