@@ -36,6 +36,8 @@
 #                             weirc: a weir with query cache rules (cache_ttl 60 s) for
 #                             `SELECT 1111` and sysbench's point select; weircN: the same
 #                             with threads = N
+#                             weirb: a weir running the binary BENCH_WEIR_B (e.g. a build of
+#                             another commit), to compare two builds interleaved in one run
 #   PROXYSQL_BIN              a ProxySQL (2.x) binary: enables the targets proxysql and
 #                             proxysqlrw, started in the foreground (`-f --initial -c CNF -D DIR`)
 #                             with a proxysql.cnf this script writes (libconfig syntax: datadir,
@@ -548,6 +550,13 @@ start_targets() {
             start_weir_with_primary "$t" "hostname = '$PRIMARY_SOCKET', port = 0"
             ;;
         weirm[0-9]*) start_weir_with_primary "$t" "max_connections = ${t#weirm}" ;;
+        weirb)
+            [ -x "${BENCH_WEIR_B:-}" ] || die "target weirb needs BENCH_WEIR_B=/path/to/another/weir"
+            local main_bin=$WEIR_BIN
+            WEIR_BIN=$BENCH_WEIR_B
+            start_weir_target "$t" "$(free_port)" "$(free_port)" "$WEIR_THREADS"
+            WEIR_BIN=$main_bin
+            ;;
         weirc | weirc[1-9])
             local admin_port threads=${t#weirc}
             admin_port=$(free_port)
@@ -560,7 +569,7 @@ start_targets() {
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirN weirrN weirmN weirs weirc weircN)" ;;
+        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirN weirrN weirmN weirs weirc weircN weirb)" ;;
         esac
     done
 }
