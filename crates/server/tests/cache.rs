@@ -483,3 +483,49 @@ async fn hits_are_byte_identical_for_either_eof_style() {
     // Same rows either way; the deprecate_eof client has no EOF after the definitions.
     assert_eq!(replies["classic"].len(), replies["deprecate_eof"].len() + 1);
 }
+
+/// A hit counts as a statement for mysql-auto_increment_delay_multiplex: the connection an
+/// insert left with the session goes back to the pool after that many statements, hits or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hits_count_against_the_auto_increment_affinity() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
+         INSERT INTO weirtest.cache_ai (v) VALUES (7)",
+    );
+    let w =
+        start("auto_increment_delay_multiplex = 2\nauto_increment_delay_multiplex_timeout_ms = 0");
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
+         VALUES (1, 1, '^SELECT v FROM cache_ai', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
+    );
+    let used = |w: &WeirProcess| {
+        table(
+            w,
+            "SELECT ConnUsed FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+        )[0]["ConnUsed"]
+            .parse::<u64>()
+            .unwrap()
+    };
+    let q = "SELECT v FROM cache_ai WHERE id = 1";
+    let mut primer = connect(&w).await;
+    assert_eq!(one_string(&mut primer, q).await, "7");
+    let mut c = connect(&w).await;
+    c.query_drop("INSERT INTO cache_ai (v) VALUES (8)")
+        .await
+        .unwrap();
+    assert_eq!(
+        used(&w),
+        1,
+        "the insert's connection stays with the session"
+    );
+    assert_eq!(one_string(&mut c, q).await, "7");
+    assert_eq!(used(&w), 1, "one statement of the two");
+    assert_eq!(one_string(&mut c, q).await, "7");
+    assert_eq!(
+        used(&w),
+        0,
+        "two statements after the insert: back in the pool"
+    );
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 2);
+}

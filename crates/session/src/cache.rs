@@ -142,6 +142,13 @@ impl Session {
         match weir_wire::reply::replay(reply, Expect::ResultSets, seq, caps, &mut self.client.wbuf)
         {
             Ok(r) => {
+                if self.backend.is_some() {
+                    // A hit is a statement too: it counts against the auto-increment
+                    // affinity (mysql-auto_increment_delay_multiplex), which would otherwise
+                    // hold the connection through any number of hits.
+                    self.keep_for = self.keep_for.saturating_sub(1);
+                    self.release();
+                }
                 self.client.flush_wbuf().await?;
                 self.cache_hit = true;
                 Ok(Some(ReplyOutcome {
