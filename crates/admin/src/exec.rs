@@ -279,10 +279,15 @@ impl Admin {
     fn command(&self, session: &mut AdminSession, cmd: AdminCommand) -> Result<Reply, AdminError> {
         let read_only = matches!(
             cmd,
-            AdminCommand::ShowVariables { .. } | AdminCommand::ShowMysqlStatus
+            AdminCommand::ShowVariables { .. }
+                | AdminCommand::ShowMysqlStatus
+                | AdminCommand::ShowTables { .. }
         );
         // Variables hold credentials (admin-*, mysql-monitor_password): not for stats users.
-        let stats_may = matches!(cmd, AdminCommand::ShowMysqlStatus);
+        let stats_may = matches!(
+            cmd,
+            AdminCommand::ShowMysqlStatus | AdminCommand::ShowTables { .. }
+        );
         if session.role == Role::Stats && !stats_may {
             return Err(AdminError::read_only(&session.user));
         }
@@ -301,6 +306,20 @@ impl Admin {
             AdminCommand::Copy { module, from, to } => self.copy(session, module, from, to),
             AdminCommand::SetVariable { name, value } => self.set_variable(&name, &value),
             AdminCommand::ShowVariables { module, like } => self.show_variables(module, like),
+            AdminCommand::ShowTables { schema, like } => {
+                let schema = match schema {
+                    Some(s) => {
+                        self.check_schema(&s)?;
+                        Some(s)
+                    }
+                    None if session.schema != "main" => Some(session.schema.clone()),
+                    None => None,
+                };
+                let store = self.store.lock();
+                Ok(Reply::Rows(
+                    store.show_tables(schema.as_deref(), like.as_deref())?,
+                ))
+            }
             AdminCommand::ShowMysqlStatus => {
                 let snap = self.control.stats(StatsReset::default());
                 let mut rs = ResultSet {
@@ -603,19 +622,6 @@ impl Admin {
         let store = self.store.lock();
         match (w(1), w(2)) {
             ("databases", _) | ("schemas", _) => Ok(Reply::Rows(store.show_databases()?)),
-            ("tables", _) | ("full", "tables") => {
-                let rest = if w(1) == "full" { 3 } else { 2 };
-                let schema = match (w(rest), w(rest + 1)) {
-                    ("from", s) | ("in", s) if !s.is_empty() => {
-                        let s = s.trim_matches('`').trim_end_matches(';');
-                        self.check_schema(s)?;
-                        Some(s.to_string())
-                    }
-                    _ if session.schema != "main" => Some(session.schema.clone()),
-                    _ => None,
-                };
-                Ok(Reply::Rows(store.show_tables(schema.as_deref())?))
-            }
             ("create", "table") => {
                 let name = sql
                     .split_whitespace()
@@ -671,7 +677,7 @@ impl Admin {
                 1064,
                 "42000",
                 format!(
-                    "unsupported SHOW statement: '{sql}' (supported: SHOW DATABASES, SHOW TABLES [FROM schema], \
+                    "unsupported SHOW statement: '{sql}' (supported: SHOW DATABASES, SHOW [FULL] TABLES [FROM schema] [LIKE 'pattern'], \
                      SHOW CREATE TABLE t, SHOW [FULL] PROCESSLIST, SHOW MYSQL VARIABLES, SHOW ADMIN VARIABLES, SHOW MYSQL STATUS)"
                 ),
             )),

@@ -97,6 +97,13 @@ pub enum AdminCommand {
     },
     /// `SHOW MYSQL STATUS` (the rows of stats_mysql_global).
     ShowMysqlStatus,
+    /// `SHOW [FULL] TABLES [FROM|IN schema] [LIKE 'pattern']`.
+    ShowTables {
+        /// The schema named by FROM/IN, quotes removed; `None`: the session's.
+        schema: Option<String>,
+        /// The LIKE pattern, quotes removed.
+        like: Option<String>,
+    },
     /// `PROXYSQL PAUSE` / `WEIR PAUSE`: stop accepting new client connections.
     Pause,
     /// `PROXYSQL RESUME` / `WEIR RESUME`: accept client connections again.
@@ -305,7 +312,8 @@ pub fn parse(statement: &str) -> Result<Parsed, AdminParseError> {
         .iter()
         .any(|kw| first.is_kw(kw))
         || is_admin_set(&tokens)
-        || show_kind(&tokens).is_some();
+        || show_kind(&tokens).is_some()
+        || show_tables_start(&tokens).is_some();
     if !strict {
         return Ok(Parsed::Sql);
     }
@@ -331,6 +339,8 @@ pub fn parse(statement: &str) -> Result<Parsed, AdminParseError> {
         parse_control(&tokens)?
     } else if first.is_kw("SET") {
         parse_set(&tokens)?
+    } else if let Some(start) = show_tables_start(&tokens) {
+        parse_show_tables(&tokens, start)?
     } else {
         parse_show(&tokens)?
     };
@@ -571,6 +581,48 @@ fn parse_show(tokens: &[Token]) -> Result<AdminCommand, AdminParseError> {
             found(rest)
         ))),
     }
+}
+
+/// Where the arguments of `SHOW [FULL] TABLES` start, when `tokens` is that statement.
+fn show_tables_start(tokens: &[Token]) -> Option<usize> {
+    if !tokens.first()?.is_kw("SHOW") {
+        return None;
+    }
+    let second = tokens.get(1)?;
+    if second.is_kw("TABLES") {
+        Some(2)
+    } else if second.is_kw("FULL") && tokens.get(2)?.is_kw("TABLES") {
+        Some(3)
+    } else {
+        None
+    }
+}
+
+fn parse_show_tables(tokens: &[Token], start: usize) -> Result<AdminCommand, AdminParseError> {
+    let head = tokens[..start]
+        .iter()
+        .map(|t| t.raw.to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut rest = &tokens[start..];
+    let mut schema = None;
+    if let [kw, name, tail @ ..] = rest {
+        if (kw.is_kw("FROM") || kw.is_kw("IN")) && matches!(name.kind, Kind::Word | Kind::Str) {
+            schema = Some(name.text.clone());
+            rest = tail;
+        }
+    }
+    let like = match rest {
+        [] => None,
+        [kw, pat] if kw.is_kw("LIKE") && pat.kind == Kind::Str => Some(pat.text.clone()),
+        _ => {
+            return Err(AdminParseError::new(format!(
+                "{head}: expected FROM schema, LIKE 'pattern' or end of statement, found {}",
+                found(rest)
+            )))
+        }
+    };
+    Ok(AdminCommand::ShowTables { schema, like })
 }
 
 #[cfg(test)]

@@ -192,8 +192,6 @@ fn plain_sql() {
         "UPDATE global_variables SET variable_value=\"root\" WHERE variable_name=\"mysql-monitor_username\";",
         "DELETE FROM mysql_users",
         "REPLACE INTO mysql_users(username) VALUES ('u')",
-        "SHOW TABLES",
-        "SHOW TABLES FROM stats",
         "SHOW DATABASES",
         "SHOW CREATE TABLE mysql_servers",
         "SET NAMES utf8",
@@ -203,6 +201,44 @@ fn plain_sql() {
         "SELECT 1; SELECT 2",
     ] {
         assert_eq!(parse(s), Ok(Parsed::Sql), "{s}");
+    }
+}
+
+#[test]
+fn show_tables() {
+    let tables = |schema: Option<&str>, like: Option<&str>| {
+        Ok(Parsed::Command(AdminCommand::ShowTables {
+            schema: schema.map(str::to_string),
+            like: like.map(str::to_string),
+        }))
+    };
+    assert_eq!(parse("SHOW TABLES"), tables(None, None));
+    assert_eq!(parse("show full tables;"), tables(None, None));
+    assert_eq!(parse("SHOW TABLES FROM stats"), tables(Some("stats"), None));
+    assert_eq!(
+        parse("SHOW TABLES IN `monitor`"),
+        tables(Some("monitor"), None)
+    );
+    assert_eq!(
+        parse("SHOW TABLES LIKE 'mysql%'"),
+        tables(None, Some("mysql%"))
+    );
+    assert_eq!(
+        parse("SHOW TABLES FROM stats LIKE \"%pool%\""),
+        tables(Some("stats"), Some("%pool%"))
+    );
+    for bad in [
+        "SHOW TABLES LIKE mysql",
+        "SHOW TABLES WHERE 1",
+        "SHOW TABLES FROM",
+        "SHOW TABLES FROM stats LIKE",
+    ] {
+        let err = parse(bad).expect_err(bad);
+        assert!(
+            err.message
+                .contains("expected FROM schema, LIKE 'pattern' or end of statement"),
+            "{bad}: {err}"
+        );
     }
 }
 

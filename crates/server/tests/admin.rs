@@ -273,6 +273,19 @@ async fn connect_chatter_and_show_statements() {
         assert!(stats.iter().any(|x| x == t), "{t} missing from {stats:?}");
     }
     assert!(!stats.iter().any(|x| x == "mysql_servers"), "{stats:?}");
+    assert_eq!(
+        column(
+            &table(&w, "SHOW TABLES FROM stats LIKE '%connection\\_pool%'"),
+            "tables"
+        ),
+        [
+            "stats_mysql_connection_pool",
+            "stats_mysql_connection_pool_reset"
+        ]
+    );
+    let (code, msg) = admin_err(&w, "SHOW TABLES WHERE 1");
+    assert_eq!(code, 1064, "{msg}");
+    assert!(msg.contains("LIKE 'pattern'"), "{msg}");
     let monitor = column(&table(&w, "SHOW TABLES FROM monitor"), "tables");
     for t in [
         "mysql_server_connect_log",

@@ -214,16 +214,22 @@ impl Store {
             .ok_or_else(|| StoreError::UnknownDatabase(wanted.to_string()))
     }
 
-    /// `SHOW TABLES [FROM schema]` (default `main`): one column `tables`, sorted names.
-    pub fn show_tables(&self, schema: Option<&str>) -> Result<ResultSet, StoreError> {
+    /// `SHOW TABLES [FROM schema] [LIKE pattern]` (default `main`): one column `tables`,
+    /// sorted names. The pattern is SQL LIKE's, case-insensitive, `\\` escaping.
+    pub fn show_tables(
+        &self,
+        schema: Option<&str>,
+        like: Option<&str>,
+    ) -> Result<ResultSet, StoreError> {
         let schema = self.schema(schema.unwrap_or("main"))?;
         let mut rs = query(
             &self.conn,
             &format!(
                 "SELECT name FROM \"{schema}\".sqlite_master \
-                 WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+                 WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+                 AND name LIKE ?1 ESCAPE '\\' ORDER BY name"
             ),
-            &[],
+            &[like.unwrap_or("%")],
         )?;
         rs.columns = vec!["tables".to_string()];
         Ok(rs)

@@ -11,7 +11,7 @@ use weir_sql::COLLATIONS;
 fn every_schema_has_its_tables() {
     let s = store();
     let names = |schema: Option<&str>| -> Vec<String> {
-        s.show_tables(schema)
+        s.show_tables(schema, None)
             .expect("show tables")
             .rows
             .into_iter()
@@ -67,9 +67,29 @@ fn every_schema_has_its_tables() {
             "mysql_server_replication_lag_log",
         ]
     );
-    let rs = s.show_tables(None).expect("show tables");
+    let rs = s.show_tables(None, None).expect("show tables");
     assert_eq!(rs.columns, ["tables"]);
-    let err = s.show_tables(Some("nope")).expect_err("unknown schema");
+    let like = |schema, pattern| -> Vec<String> {
+        s.show_tables(schema, Some(pattern))
+            .expect("show tables like")
+            .rows
+            .into_iter()
+            .map(|r| r[0].clone().expect("name"))
+            .collect()
+    };
+    assert_eq!(like(None, "MYSQL\\_SERVERS"), ["mysql_servers"]);
+    assert_eq!(
+        like(Some("stats"), "%connection_pool%"),
+        [
+            "stats_mysql_connection_pool",
+            "stats_mysql_connection_pool_reset"
+        ]
+    );
+    assert_eq!(like(None, "mysql_user_"), ["mysql_users"]);
+    assert!(like(None, "nothing%").is_empty());
+    let err = s
+        .show_tables(Some("nope"), None)
+        .expect_err("unknown schema");
     assert_eq!(err.to_string(), "unknown database 'nope'");
 }
 
