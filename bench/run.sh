@@ -246,7 +246,7 @@ scenario_multiplex_2000() {
         return 1
     }
     peak=$(stop_sampler "$WORK/conns-$t")
-    [ "$3" = warmup ] || echo "- multiplex_2000: $t had at most ${peak:-?} connections open to the primary" >>"$WORK/notes"
+    [ "$3" = warmup ] || echo "- multiplex_2000 round ${round:-?}: $t had at most ${peak:-?} connections open to the primary" >>"$WORK/notes"
     max=${t#weirm}
     if [[ $t == weirm* ]] && [ "${peak:-0}" -gt "$max" ]; then
         echo "$t had $peak connections to the primary, over its max_connections $max" >&2
@@ -288,7 +288,7 @@ scenario_idle_10000() {
     after=$(rss_kib "$pid")
     exec {hold}>&-
     wait "$py" || true
-    [ "$3" = warmup ] || echo "- idle_10000: $t VmRSS $before KiB before, $after KiB with $n idle clients" >>"$WORK/notes"
+    [ "$3" = warmup ] || echo "- idle_10000 round ${round:-?}: $t VmRSS $before KiB before, $after KiB with $n idle clients" >>"$WORK/notes"
     awk -v a="$after" -v b="$before" -v n="$n" 'BEGIN { printf "%.2f %d\n", (a - b) / n, n }'
 }
 
@@ -340,7 +340,7 @@ scenario_large_result() {
             [ "${peak:-0}" -lt 65536 ] || verdict="NOT met"
             verdict="; the issue's peak RSS < 65536 KiB (64 MiB) during the dump: $verdict"
         fi
-        [ "$3" = warmup ] || echo "- large_result: $t VmRSS at most ${peak:-?} KiB during the dump (sampled every 0.1 s), VmHWM $hwm KiB after it (the process's peak since it started, earlier scenarios included)$verdict" >>"$WORK/notes"
+        [ "$3" = warmup ] || echo "- large_result round ${round:-?}: $t VmRSS at most ${peak:-?} KiB during the dump (sampled every 0.1 s), VmHWM $hwm KiB after it (the process's peak since it started, earlier scenarios included)$verdict" >>"$WORK/notes"
     fi
     awk -v s="$start" -v e="$end" -v n="$rows" 'BEGIN { printf "%.3f %d\n", e - s, n }'
 }
