@@ -9,7 +9,9 @@
 # For each binary: weir (threads = 1, no rules) runs under callgrind in front of the primary of
 # a testkit topology; after a warm-up, instrumentation counts 4,000 mysqlslap `SELECT 1111`
 # (concurrency 4), then 4,000 sysbench oltp_point_select events (text protocol, 2 threads),
-# then a mysqldump of 100,000 rows of 200 bytes (instructions per row).
+# then a mysqldump of 100,000 rows of 200 bytes (instructions per row), then, with a query
+# rule caching the point select, 4,000 cache hits with prepared statements and 4,000 with the
+# text protocol.
 # The kernel's share (system calls, TCP) is not counted: see bench/run.sh for wall-clock
 # figures. Appends a dated entry to bench/RESULTS.md (BENCH_NO_RECORD=1: not).
 set -euo pipefail
@@ -78,10 +80,24 @@ count() {
     mysqldump --protocol=tcp -h127.0.0.1 -P"$port" -u"$WEIR_USER" -p"$WEIR_PASS" \
         --single-transaction --skip-lock-tables sbtest big >/dev/null
     callgrind_control -d dump "$CG_PID" >/dev/null
+    # Query cache hits: a rule caches the point select; 100 distinct ids, warmed up first, so
+    # every counted execution is a hit.
+    mariadb --protocol=tcp -h127.0.0.1 -P"$admin" -uadmin -padmin -e "
+        INSERT INTO mysql_query_rules (rule_id, active, match_digest, cache_ttl, apply)
+        VALUES (1, 1, '^SELECT c FROM sbtest', 3600000, 1); LOAD MYSQL QUERY RULES TO RUNTIME"
+    local mode
+    for mode in auto disable; do
+        sysbench oltp_point_select "${SB[@]}" --table-size=100 --mysql-port="$port" --threads=2 \
+            --events=2000 --time=0 --db-ps-mode="$mode" run >/dev/null
+        callgrind_control -z "$CG_PID" >/dev/null
+        sysbench oltp_point_select "${SB[@]}" --table-size=100 --mysql-port="$port" --threads=2 \
+            --events="$QUERIES" --time=0 --db-ps-mode="$mode" run >/dev/null
+        callgrind_control -d "cached-$mode" "$CG_PID" >/dev/null
+    done
     stop_pid "$CG_PID" callgrind 30
     CG_PID=
     printf '%s' "$label"
-    for f in "$out.1:$QUERIES" "$out.2:$QUERIES" "$out.3:$DUMP_ROWS"; do
+    for f in "$out.1:$QUERIES" "$out.2:$QUERIES" "$out.3:$DUMP_ROWS" "$out.4:$QUERIES" "$out.5:$QUERIES"; do
         awk -v q="${f##*:}" -F': ' '/^(summary|totals):/ { printf " %d", $2 / q; exit }' "${f%:*}"
     done
     printf '\n'
@@ -91,11 +107,11 @@ ROWS=""
 for spec in "$@"; do
     label=${spec%%=*}
     say "counting $label (${spec#*=})"
-    read -r l slap sb dump <<<"$(count "$label" "${spec#*=}")"
-    ROWS+="| $l | \`${spec#*=}\` | $slap | $sb | $dump |"$'\n'
+    read -r l slap sb dump cached_ps cached_text <<<"$(count "$label" "${spec#*=}")"
+    ROWS+="| $l | \`${spec#*=}\` | $slap | $sb | $dump | $cached_ps | $cached_text |"$'\n'
 done
-TABLE="| label | binary | mysqlslap \`SELECT 1111\` (instructions/query) | sysbench point select (instructions/query) | mysqldump (instructions/row) |"$'\n'
-TABLE+="|---|---|---|---|---|"$'\n'$ROWS
+TABLE="| label | binary | mysqlslap \`SELECT 1111\` (instructions/query) | sysbench point select (instructions/query) | mysqldump (instructions/row) | cached point select, prepared (instructions/query) | cached point select, text (instructions/query) |"$'\n'
+TABLE+="|---|---|---|---|---|---|---|"$'\n'$ROWS
 printf '\n%s' "$TABLE"
 if [ "${BENCH_NO_RECORD:-0}" != 1 ]; then
     {
@@ -105,7 +121,7 @@ if [ "${BENCH_NO_RECORD:-0}" != 1 ]; then
         # shellcheck disable=SC2016
         printf -- '- command: `bench/callgrind.sh %s`\n' "$*"
         # shellcheck disable=SC2016
-        printf -- '- %s mysqlslap `SELECT 1111` at concurrency 4, then %s sysbench oltp_point_select events (text, 2 threads), then a mysqldump of '"$DUMP_ROWS"' rows of 200 bytes, through weir (threads = 1, no rules) under valgrind --tool=callgrind, after a warm-up; weir'"'"'s user-space instructions only (the kernel'"'"'s are not counted)\n\n' "$QUERIES" "$QUERIES"
+        printf -- '- %s mysqlslap `SELECT 1111` at concurrency 4, then %s sysbench oltp_point_select events (text, 2 threads), then a mysqldump of '"$DUMP_ROWS"' rows of 200 bytes, through weir (threads = 1, no rules) under valgrind --tool=callgrind, after a warm-up; then, with a rule caching the point select, %s query cache hits with --db-ps-mode=auto and %s with the text protocol (100 distinct ids, warmed up); weir'"'"'s user-space instructions only (the kernel'"'"'s are not counted)\n\n' "$QUERIES" "$QUERIES" "$QUERIES" "$QUERIES"
         printf '%s' "$TABLE"
     } >>"$WEIR_ROOT/bench/RESULTS.md"
     say "appended to bench/RESULTS.md"

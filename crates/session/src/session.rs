@@ -8,6 +8,10 @@ use crate::registry::{Running, SessionHandle};
 use crate::state::SyncOutcome;
 use crate::{GlobalStats, Shared};
 use std::collections::HashMap;
+
+/// A session's prepared statements by client statement id. Weir assigns the ids, so a fast
+/// non-keyed hasher is safe (with SipHash, the lookups were a few % of a cached execution).
+pub(crate) type PreparedMap = HashMap<u32, Prepared, foldhash::fast::RandomState>;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_backend::{BackendError, Stream, CORRECTNESS_CAPS};
@@ -52,7 +56,8 @@ pub struct Session {
     pub(crate) last_insert_id: u64,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
-    pub(crate) prepared: HashMap<u32, Prepared>,
+    /// The client's statements by the ids weir gave them; looked up at every execution.
+    pub(crate) prepared: PreparedMap,
     /// The last statement id handed to the client.
     pub(crate) next_stmt_id: u32,
     /// For a COM_STMT_PREPARE being relayed: the id the client gets instead of the server's.
@@ -222,7 +227,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         held: crate::state::Held::default(),
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
-        prepared: HashMap::new(),
+        prepared: PreparedMap::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,
         counted: None,

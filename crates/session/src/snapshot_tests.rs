@@ -6,7 +6,6 @@ use super::*;
 use crate::client::{ClientConn, Command};
 use crate::session::{Prepared, Session};
 use bytes::BytesMut;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use weir_backend::{Credential, Stream};
@@ -74,7 +73,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         held: crate::state::Held::default(),
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
-        prepared: HashMap::new(),
+        prepared: Default::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,
         counted: None,
