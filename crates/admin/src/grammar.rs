@@ -368,9 +368,13 @@ fn found(tokens: &[Token]) -> String {
 /// Uppercased leading keyword(s) naming the statement in error messages.
 fn head_text(tokens: &[Token]) -> String {
     let n = if tokens[0].is_kw("SHOW") { 3 } else { 1 };
+    upper_words(&tokens[..n.min(tokens.len())])
+}
+
+/// `tokens` as written, upper-cased and separated by single spaces (error message heads).
+fn upper_words(tokens: &[Token]) -> String {
     tokens
         .iter()
-        .take(n)
         .map(|t| t.raw.to_ascii_uppercase())
         .collect::<Vec<_>>()
         .join(" ")
@@ -599,11 +603,7 @@ fn show_tables_start(tokens: &[Token]) -> Option<usize> {
 }
 
 fn parse_show_tables(tokens: &[Token], start: usize) -> Result<AdminCommand, AdminParseError> {
-    let head = tokens[..start]
-        .iter()
-        .map(|t| t.raw.to_ascii_uppercase())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let head = upper_words(&tokens[..start]);
     let mut rest = &tokens[start..];
     let mut schema = None;
     if let [kw, name, tail @ ..] = rest {
