@@ -122,7 +122,9 @@ impl From<StoreError> for AdminError {
     /// SQLite's message, under the MySQL code a client expects for that kind of failure.
     fn from(e: StoreError) -> Self {
         let message = e.to_string();
-        let (code, state) = if message.contains("CHECK constraint failed") {
+        let (code, state) = if matches!(e, StoreError::TimeLimit(_)) {
+            (3024, "HY000")
+        } else if message.contains("CHECK constraint failed") {
             (3819, "HY000")
         } else if message.contains("UNIQUE constraint failed") {
             (1062, "23000")
@@ -130,10 +132,14 @@ impl From<StoreError> for AdminError {
             (1048, "23000")
         } else if message.contains("no such table") {
             (1146, "42S02")
-        } else if message.contains("no such column") {
+        } else if message.contains("no such column") || message.contains("has no column named") {
             (1054, "42S22")
         } else if message.contains("syntax error") || message.contains("incomplete input") {
             (1064, "42000")
+        } else if message.contains("values were supplied")
+            || (message.contains(" values for ") && message.contains(" columns"))
+        {
+            (1136, "21S01")
         } else {
             (1105, "HY000")
         };
@@ -389,6 +395,12 @@ impl Admin {
                         problems.join("; ")
                     ))
                 })?;
+                // A variable whose row was deleted runs with its default: show it again.
+                store.add_missing_variables(
+                    Target::Memory,
+                    module,
+                    &self.control.runtime().tables,
+                )?;
                 tracing::info!("LOAD {module} TO RUNTIME by {}", session.user);
                 for n in &notes {
                     tracing::warn!("{n}");
@@ -503,6 +515,50 @@ impl Admin {
                 return Ok(Some(Reply::ok()));
             }
             "show" => return self.show(session, &words, sql).map(Some),
+            // Every admin session shares one SQLite connection: a transaction opened by one
+            // would hold everyone's writes, block SAVE and stats refreshes, and outlive its
+            // client. As in ProxySQL, they are acknowledged and do nothing (each statement
+            // applies on its own).
+            "begin" | "commit" | "rollback" | "end" | "savepoint" | "release" => {
+                return Ok(Some(Reply::ok()))
+            }
+            "start" if w(1) == "transaction" => return Ok(Some(Reply::ok())),
+            "kill" => {
+                return Err(AdminError::new(
+                    1235,
+                    "42000",
+                    "KILL is not supported on the admin interface (admin statements run one at a \
+                     time; client sessions are killed with KILL on the client port, see \
+                     stats_mysql_processlist for their ids)",
+                ))
+            }
+            "describe" | "desc" => {
+                return Err(AdminError::new(
+                    1235,
+                    "42000",
+                    "DESCRIBE is not supported on the admin interface: use SHOW CREATE TABLE name",
+                ))
+            }
+            "checksum" | "flush" => {
+                return Err(AdminError::new(
+                    1235,
+                    "42000",
+                    format!(
+                        "{} is not supported by weir's admin interface (supported commands: \
+                         LOAD/SAVE, SET, SHOW, SELECT, INSERT, UPDATE, DELETE, REPLACE, \
+                         PROXYSQL FLUSH QUERY CACHE, PROXYSQL PAUSE/RESUME/SHUTDOWN)",
+                        w(0).to_ascii_uppercase()
+                    ),
+                ))
+            }
+            "select" if w(1) == "config" && matches!(w(2), "file" | "into") => {
+                return Err(AdminError::new(
+                    1235,
+                    "42000",
+                    "SELECT CONFIG FILE / SELECT CONFIG INTO OUTFILE are not supported: weir's \
+                     configuration is in the tables (SAVE ... TO DISK keeps it in the datadir)",
+                ))
+            }
             "select" => {}
             _ => return Ok(None),
         }
@@ -687,7 +743,9 @@ impl Admin {
     /// Fills the runtime_* and stats tables `sql` mentions from live state, so a read sees
     /// what runs now. The data path never touches SQLite: the snapshots come from counters.
     fn refresh_dynamic(&self, store: &Store, sql: &str) -> Result<(), AdminError> {
-        let lower = sql.to_ascii_lowercase();
+        // Table names only: a `_reset` table named in a comment or a string must not zero
+        // the counters.
+        let lower = table_text(sql);
         if lower.contains("runtime_") {
             let rt = self.control.runtime();
             let mut tables = rt.tables.clone();
@@ -733,6 +791,13 @@ pub fn bootstrap(
     } else {
         for m in Module::ALL {
             copy_sql(&store, m, "disk", "main")?;
+        }
+        // Variables added by a newer weir, or rows a DBA deleted, start at their default
+        // and get their row back in memory and on disk.
+        let defaults = ConfigTables::default();
+        for m in [Module::MysqlVariables, Module::AdminVariables] {
+            store.add_missing_variables(Target::Memory, m, &defaults)?;
+            store.add_missing_variables(Target::Disk, m, &defaults)?;
         }
         tracing::info!("configuration loaded from the database on disk");
     }
@@ -885,6 +950,41 @@ fn is_read_statement(sql: &str) -> bool {
         .any(|k| first.eq_ignore_ascii_case(k))
 }
 
+/// `sql` lower-cased, with comments and single-quoted strings blanked out: what can name a
+/// table. Double-quoted and backquoted text stays (SQLite takes `"t"` as an identifier).
+fn table_text(sql: &str) -> String {
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let skip_to = if rest.starts_with(b"/*") {
+            sql[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2)
+        } else if rest.starts_with(b"--") || rest[0] == b'#' {
+            sql[i..].find('\n').map_or(b.len(), |e| i + e)
+        } else if rest[0] == b'\'' {
+            // '' is an escaped quote inside; a backslash is a plain byte (SQLite's rules).
+            let mut j = i + 1;
+            while j < b.len() {
+                match b[j] {
+                    b'\'' if b.get(j + 1) == Some(&b'\'') => j += 2,
+                    b'\'' => break,
+                    _ => j += 1,
+                }
+            }
+            (j + 1).min(b.len())
+        } else {
+            let c = sql[i..].chars().next().unwrap_or(' ');
+            out.push(c.to_ascii_lowercase());
+            i += c.len_utf8();
+            continue;
+        };
+        out.push(' ');
+        i = skip_to;
+    }
+    out
+}
+
 /// Strips whitespace and trailing `;` (mysql CLI scripts end statements with one).
 fn trim_statement(sql: &str) -> &str {
     let mut s = sql.trim();
@@ -965,6 +1065,24 @@ mod tests {
         );
         assert_eq!(split_alias("DATABASE() AS db"), ("DATABASE()", Some("db")));
         assert_eq!(split_alias("@@port p"), ("@@port", Some("p")));
+    }
+
+    #[test]
+    fn table_text_drops_comments_and_strings() {
+        assert_eq!(
+            table_text("SELECT * FROM Stats_MySQL_Query_Digest_Reset"),
+            "select * from stats_mysql_query_digest_reset"
+        );
+        let t = table_text(
+            "SELECT 'see stats_mysql_errors_reset', 'it''s stats_x_reset' /* stats_y_reset */ \
+             FROM stats_mysql_errors -- stats_z_reset\n# stats_w_reset\nWHERE \"é\" = 1",
+        );
+        assert!(!t.contains("_reset"), "{t}");
+        assert!(t.contains("from stats_mysql_errors"), "{t}");
+        assert!(t.contains("where \"é\" = 1"), "{t}");
+        // Unterminated string and comment: the rest is dropped, nothing panics.
+        assert_eq!(table_text("SELECT 'abc"), "select  ");
+        assert_eq!(table_text("SELECT 1 /* x"), "select 1  ");
     }
 
     #[test]

@@ -1826,3 +1826,124 @@ fn set_statements_warnings_and_statistics() {
     assert!(text.starts_with("Uptime: "), "{text}");
     assert!(text.contains("Questions: "), "{text}");
 }
+
+/// Statements DBAs' tools send that must not wedge the shared admin connection: transaction
+/// statements are acknowledged and do nothing (ProxySQL's #1047), a `_reset` table named in a
+/// comment or a string resets nothing, the stats user counts rows of unqualified stats
+/// tables, a lower-case server status is accepted, a deleted variable row comes back at
+/// LOAD, and commands weir lacks say so.
+#[test]
+fn admin_transactions_resets_and_unknown_commands() {
+    let w = start("");
+    // BEGIN in one session holds nothing: another session's SAVE and stats reads work, and
+    // a ROLLBACK undoes nothing.
+    admin(
+        &w,
+        "BEGIN; INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (7, 'txhost', 3306)",
+    );
+    admin(&w, "SAVE MYSQL SERVERS TO DISK");
+    assert_eq!(
+        value(
+            &w,
+            "SELECT COUNT(*) FROM disk.mysql_servers WHERE hostgroup_id = 7"
+        ),
+        "1"
+    );
+    table(&w, "SELECT * FROM stats_mysql_connection_pool");
+    admin(&w, "START TRANSACTION; SAVEPOINT a; ROLLBACK TO SAVEPOINT a; RELEASE SAVEPOINT a; ROLLBACK; COMMIT; END");
+    assert_eq!(
+        value(
+            &w,
+            "SELECT COUNT(*) FROM mysql_servers WHERE hostgroup_id = 7"
+        ),
+        "1"
+    );
+    admin(
+        &w,
+        "DELETE FROM mysql_servers WHERE hostgroup_id = 7; SAVE MYSQL SERVERS TO DISK",
+    );
+
+    // Digest rows exist; naming the _reset table in a comment or a string keeps them.
+    let o = client(&w, "SELECT 1");
+    assert!(o.ok, "{}", o.stderr);
+    let digests = || value(&w, "SELECT COUNT(*) FROM stats_mysql_query_digest");
+    assert_ne!(digests(), "0");
+    let o = mariadb(
+        w.admin_port,
+        "admin",
+        "admin",
+        &["--batch", "--comments"],
+        "SELECT COUNT(*) FROM stats_mysql_query_digest /* not stats_mysql_query_digest_reset */",
+    );
+    assert!(o.ok, "{}", o.stderr);
+    table(
+        &w,
+        "SELECT 'see stats_mysql_query_digest_reset', COUNT(*) FROM stats_mysql_query_digest",
+    );
+    assert_ne!(
+        digests(),
+        "0",
+        "a mention of the _reset table emptied the digests"
+    );
+    table(&w, "SELECT COUNT(*) FROM stats_mysql_query_digest_reset");
+    assert_eq!(digests(), "0", "reading the _reset table resets");
+
+    // The stats user counts rows without naming the schema.
+    let o = mariadb(
+        w.admin_port,
+        "stats",
+        "stats",
+        &["--batch", "--raw"],
+        "SELECT COUNT(*) FROM stats_mysql_connection_pool; SELECT 1 FROM stats_mysql_users LIMIT 1",
+    );
+    assert!(o.ok, "{}", o.stderr);
+
+    // Lower-case status, as ProxySQL's CHECK (UPPER(status) IN ...) allows.
+    admin(
+        &w,
+        "INSERT INTO mysql_servers (hostgroup_id, hostname, port, status) VALUES (8, '127.0.0.1', 1, 'offline_soft'); LOAD MYSQL SERVERS TO RUNTIME",
+    );
+    assert_eq!(
+        value(
+            &w,
+            "SELECT status FROM runtime_mysql_servers WHERE hostgroup_id = 8"
+        ),
+        "OFFLINE_SOFT"
+    );
+    admin(
+        &w,
+        "DELETE FROM mysql_servers WHERE hostgroup_id = 8; LOAD MYSQL SERVERS TO RUNTIME",
+    );
+
+    // A deleted variable row comes back with the value in force.
+    admin(
+        &w,
+        "DELETE FROM global_variables WHERE variable_name = 'mysql-default_query_timeout'; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    assert_eq!(
+        variable(&w, "global_variables", "mysql-default_query_timeout"),
+        "36000000"
+    );
+
+    // Commands weir lacks name themselves instead of a SQLite syntax error.
+    for (sql, word) in [
+        ("KILL 16", "KILL"),
+        ("KILL CONNECTION 16", "KILL"),
+        ("CHECKSUM DISK MYSQL SERVERS", "CHECKSUM"),
+        ("FLUSH TABLES", "FLUSH"),
+        ("DESCRIBE mysql_servers", "SHOW CREATE TABLE"),
+        ("SELECT CONFIG FILE", "CONFIG"),
+    ] {
+        let (code, msg) = admin_err(&w, sql);
+        assert_eq!(code, 1235, "{sql}: {msg}");
+        assert!(msg.contains(word), "{sql}: {msg}");
+    }
+    // ProxySQL 1.x's three-column replication hostgroup row: a column count error.
+    let (code, msg) = admin_err(
+        &w,
+        "INSERT INTO mysql_replication_hostgroups VALUES (600,'','')",
+    );
+    assert_eq!(code, 1136, "{msg}");
+    let (code, msg) = admin_err(&w, "INSERT INTO mysql_servers (nosuch) VALUES (1)");
+    assert_eq!(code, 1054, "{msg}");
+}

@@ -141,9 +141,41 @@ async fn killed_backend_connection_gives_error_then_recovers() {
     primary.exec(&format!("KILL {id}")).unwrap();
     let (r, mut c) = q.await.unwrap();
     let e = r.unwrap_err().to_string();
-    assert!(e.contains("2013") || e.contains("Lost connection"), "{e}");
+    assert!(e.contains("1158") && e.contains("Lost connection"), "{e}");
     let v: Option<i64> = c.query_first("SELECT 3").await.unwrap();
     assert_eq!(v, Some(3));
+
+    // libmariadb (the mariadb CLI, Python's mysqlclient, PHP) refuses client-range error codes
+    // from a server as a malformed packet: the DBA must see weir's words, not ERROR 2027.
+    let port = w.port;
+    let cli = std::thread::spawn(move || {
+        std::process::Command::new(weir_testkit::require_binary("mariadb"))
+            .args(["-h", "127.0.0.1", "--protocol=TCP", "--ssl=0"])
+            .arg(format!("-P{port}"))
+            .arg(format!("-u{WEIR_USER}"))
+            .arg(format!("-p{WEIR_PASS}"))
+            .args(["-e", "SELECT SLEEP(20) AS killed_cli_test"])
+            .output()
+            .unwrap()
+    });
+    let mut id = String::new();
+    wait_until(
+        "the CLI's query on the backend",
+        Duration::from_secs(10),
+        || {
+            id = primary
+            .query_value("SELECT COALESCE(MAX(ID), '') FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(20) AS killed_cli%'")
+            .unwrap();
+            !id.is_empty()
+        },
+    );
+    primary.exec(&format!("KILL {id}")).unwrap();
+    let out = cli.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ERROR 1158 (08S01)") && stderr.contains("Lost connection to backend"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -366,7 +366,7 @@ async fn killed_primary_gives_9001_then_traffic_resumes() {
         let e = c.query_drop("SELECT 1").await.unwrap_err();
         let took = t.elapsed();
         let msg = e.to_string();
-        // The first statement may find its connection dead (2013-style lost connection);
+        // The first statement may find its connection dead (1158, lost connection);
         // after that, waiting for a usable server ends in 9001.
         assert!(took < Duration::from_secs(4), "{msg} after {took:?}");
         if msg.contains("9001") {

@@ -206,7 +206,7 @@ async fn without_retries_a_lost_backend_connection_is_an_error() {
     create_retry_table();
     let w = start("query_retries_on_failure = 0");
     let e = statement_after_lost_connection(&w).await.unwrap_err();
-    assert!(e.contains("2013") && e.contains("Lost connection"), "{e}");
+    assert!(e.contains("1158") && e.contains("Lost connection"), "{e}");
     assert_eq!(global(&w, "Query_retries"), 0);
 }
 

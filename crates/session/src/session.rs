@@ -441,7 +441,7 @@ impl Session {
                 if tied {
                     let e = ErrInfo::new(
                         errcode::ER_LOST_BACKEND,
-                        "HY000",
+                        "08S01",
                         "Lost connection to backend server: it was set OFFLINE_HARD",
                     );
                     self.client.send_err(seq, &e).await?;
@@ -474,7 +474,7 @@ impl Session {
                 SyncOutcome::Retry if tied => {
                     let e = ErrInfo::new(
                         errcode::ER_LOST_BACKEND,
-                        "HY000",
+                        "08S01",
                         "Lost connection to backend server: the session's state went with it",
                     );
                     self.client.send_err(seq, &e).await?;
@@ -485,7 +485,7 @@ impl Session {
         }
         let e = ErrInfo::new(
             errcode::ER_LOST_BACKEND,
-            "HY000",
+            "08S01",
             "weir could not bring a backend connection to this session's state",
         );
         self.client.send_err(seq, &e).await?;
@@ -642,7 +642,7 @@ pub(crate) fn pool_error(e: &PoolError) -> ErrInfo {
 pub(crate) fn lost_backend(e: &dyn std::fmt::Display) -> ErrInfo {
     ErrInfo::new(
         errcode::ER_LOST_BACKEND,
-        "HY000",
+        "08S01",
         format!("Lost connection to backend server during query: {e}"),
     )
 }

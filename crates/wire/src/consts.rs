@@ -146,7 +146,10 @@ pub mod errcode {
     pub const ER_STATEMENT_TIMEOUT: u16 = 1907;
     pub const ER_MALFORMED_PACKET: u16 = 1835;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
-    pub const ER_LOST_BACKEND: u16 = 2013;
+    /// A backend connection lost mid-statement: ER_NET_READ_ERROR (SQLSTATE 08S01), a
+    /// server-side code. Not CR_SERVER_LOST (2013): libmariadb turns an ERR packet carrying
+    /// a client-library code (2000-2999, 5000-5999) into "Received malformed packet".
+    pub const ER_LOST_BACKEND: u16 = 1158;
     /// ProxySQL's "Max connect timeout reached while reaching hostgroup".
     pub const ER_PROXY_NO_BACKEND: u16 = 9001;
 }

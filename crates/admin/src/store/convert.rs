@@ -641,6 +641,28 @@ fn replace_variables(
     replace(conn, target, &VARIABLES, Some(&filter), rows)
 }
 
+/// Adds a `global_variables` row for each variable of `vars` that has none in `target`,
+/// with its value in `vars`; rows already there are left as they are.
+pub(super) fn add_missing_variables(
+    conn: &Connection,
+    target: Target,
+    vars: &Variables,
+) -> Result<usize, StoreError> {
+    let table = qualified(target, VARIABLES.name);
+    let mut insert = conn
+        .prepare(&format!(
+            "INSERT OR IGNORE INTO {table} (variable_name, variable_value) VALUES (?1, ?2)"
+        ))
+        .map_err(StoreError::sqlite(format!("writing {table}")))?;
+    let mut added = 0;
+    for (name, value) in vars.iter() {
+        added += insert
+            .execute(rusqlite::params![format!("{}{name}", vars.prefix()), value])
+            .map_err(StoreError::sqlite(format!("writing {table}")))?;
+    }
+    Ok(added)
+}
+
 /// Replaces the tables of `module` in `target` with those of `tables`, in one transaction.
 pub(super) fn write_module(
     conn: &Connection,

@@ -44,6 +44,13 @@ pub enum StoreError {
     /// shows it.
     #[error("{0}")]
     Sql(#[source] rusqlite::Error),
+    /// A statement ran past the admin time limit and was stopped.
+    #[error(
+        "statement stopped after {} s: admin statements run one at a time, so a longer one would \
+         stall every admin session (narrow it with WHERE or LIMIT)",
+        .0.as_secs()
+    )]
+    TimeLimit(std::time::Duration),
     /// Writing one row of a config table failed, e.g. on a CHECK constraint.
     #[error("cannot write {table} row ({key}): {source}")]
     WriteRow {

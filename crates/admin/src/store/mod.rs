@@ -23,9 +23,18 @@ use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, ErrorCode};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use weir_config::ConfigTables;
+
+/// The longest an admin statement typed by the DBA may run. Admin statements run one at a
+/// time on one SQLite connection, so a runaway one (a recursive CTE without an end, a
+/// cross join of the digest table with itself) would otherwise stall every admin session.
+pub const STATEMENT_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+/// SQLite virtual machine steps between two looks at the clock.
+const PROGRESS_STEPS: i32 = 100_000;
 
 /// The file name of the disk database inside the datadir.
 const DISK_FILE: &str = "weir.db";
@@ -84,6 +93,12 @@ pub struct Store {
     conn: Connection,
     /// While set, statements may only read the `stats` and `monitor` schemas (stats users).
     reader_mode: Arc<AtomicBool>,
+    /// When the running DBA statement must stop, in ms since `epoch`; `u64::MAX` when none.
+    deadline_ms: Arc<AtomicU64>,
+    /// Origin of `deadline_ms`.
+    epoch: Instant,
+    /// How long a DBA statement may run ([`STATEMENT_TIME_LIMIT`] outside tests).
+    time_limit: Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -158,10 +173,35 @@ impl Store {
             {
                 Authorization::Allow
             }
+            // A read of no column (`SELECT COUNT(*) FROM t`) names no schema when `t` was
+            // written unqualified: allow it for the tables only `stats` and `monitor` have.
+            AuthAction::Read { table_name, .. }
+                if ctx.database_name.is_none() && schema::is_stats_or_monitor_table(table_name) =>
+            {
+                Authorization::Allow
+            }
             _ => Authorization::Deny,
         }))
         .map_err(StoreError::sqlite("installing the authorizer"))?;
-        Ok(Store { conn, reader_mode })
+        let deadline_ms = Arc::new(AtomicU64::new(u64::MAX));
+        let epoch = Instant::now();
+        let deadline = deadline_ms.clone();
+        // Returning true interrupts the statement (SQLITE_INTERRUPT).
+        conn.progress_handler(
+            PROGRESS_STEPS,
+            Some(move || {
+                let limit = deadline.load(Ordering::Relaxed);
+                limit != u64::MAX && elapsed_ms(epoch) > limit
+            }),
+        )
+        .map_err(StoreError::sqlite("installing the statement time limit"))?;
+        Ok(Store {
+            conn,
+            reader_mode,
+            deadline_ms,
+            epoch,
+            time_limit: STATEMENT_TIME_LIMIT,
+        })
     }
 
     /// Runs one statement that may only read the `stats` and `monitor` schemas: what a stats
@@ -171,6 +211,32 @@ impl Store {
         let r = self.execute(sql);
         self.reader_mode.store(false, Ordering::Relaxed);
         r
+    }
+
+    /// Sets how long a DBA statement may run.
+    #[cfg(test)]
+    pub(crate) fn set_time_limit(&mut self, limit: Duration) {
+        self.time_limit = limit;
+    }
+
+    /// Runs `f` with [`STATEMENT_TIME_LIMIT`] in force: past it, SQLite stops the statement
+    /// and `f` gets [`StoreError::TimeLimit`].
+    fn time_limited<T>(&self, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let limit = u64::try_from(self.time_limit.as_millis()).unwrap_or(u64::MAX - 1);
+        self.deadline_ms.store(
+            elapsed_ms(self.epoch).saturating_add(limit),
+            Ordering::Relaxed,
+        );
+        let r = f();
+        self.deadline_ms.store(u64::MAX, Ordering::Relaxed);
+        r.map_err(|e| match e {
+            StoreError::Sql(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == ErrorCode::OperationInterrupted =>
+            {
+                StoreError::TimeLimit(self.time_limit)
+            }
+            e => e,
+        })
     }
 
     /// True when the disk schema holds no configuration yet (no `global_variables` row): the
@@ -218,6 +284,26 @@ impl Store {
     ) -> Result<(), StoreError> {
         convert::write_module(&self.conn, target, module, tables)
     }
+
+    /// Gives every variable of the variables `module` a `global_variables` row in `target`,
+    /// with its value in `tables`, where a DBA's DELETE removed it (ProxySQL re-creates
+    /// them too). Returns how many rows were added; other modules add none.
+    pub fn add_missing_variables(
+        &self,
+        target: Target,
+        module: crate::Module,
+        tables: &ConfigTables,
+    ) -> Result<usize, StoreError> {
+        match module {
+            crate::Module::MysqlVariables => {
+                convert::add_missing_variables(&self.conn, target, &tables.mysql_variables)
+            }
+            crate::Module::AdminVariables => {
+                convert::add_missing_variables(&self.conn, target, &tables.admin_variables)
+            }
+            _ => Ok(0),
+        }
+    }
 }
 
 /// Fails unless the attached disk database passes `PRAGMA quick_check`: a file with a valid
@@ -254,4 +340,8 @@ fn disk_error(path: &Path, e: rusqlite::Error) -> StoreError {
             source: e,
         },
     }
+}
+
+fn elapsed_ms(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
 }

@@ -19,7 +19,7 @@ const MYSQL_SERVERS: &str = "CREATE TABLE {t} (
     port INT NOT NULL DEFAULT 3306 CHECK (port >= 0 AND port <= 65535),
     gtid_port INT NOT NULL DEFAULT 0 CHECK (gtid_port >= 0 AND gtid_port <= 65535),
     status VARCHAR NOT NULL DEFAULT 'ONLINE'
-        CHECK (status IN ('ONLINE', 'SHUNNED', 'OFFLINE_SOFT', 'OFFLINE_HARD')),
+        CHECK (UPPER(status) IN ('ONLINE', 'SHUNNED', 'OFFLINE_SOFT', 'OFFLINE_HARD')),
     weight INT NOT NULL DEFAULT 1 CHECK (weight >= 0 AND weight <= 10000000),
     compression INT NOT NULL DEFAULT 0 CHECK (compression >= 0 AND compression <= 102400),
     max_connections INT NOT NULL DEFAULT 1000 CHECK (max_connections >= 0),
@@ -292,6 +292,14 @@ fn config_tables() -> Vec<(&'static str, String)> {
         ("global_variables", GLOBAL_VARIABLES.to_string()),
         ("mysql_collations", MYSQL_COLLATIONS.to_string()),
     ]
+}
+
+/// Whether `name` is a table of the `stats` or `monitor` schema.
+pub(super) fn is_stats_or_monitor_table(name: &str) -> bool {
+    STATS_TABLES
+        .iter()
+        .chain(MONITOR_TABLES)
+        .any(|(t, _)| t.eq_ignore_ascii_case(name))
 }
 
 /// `(name, DDL template)` of the `stats` schema.

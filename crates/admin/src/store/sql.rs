@@ -78,6 +78,10 @@ impl Store {
     /// [`SqlOutcome::Rows`], others [`SqlOutcome::Affected`]. SQLite's refusals (syntax, CHECK,
     /// UNIQUE...) come back as [`StoreError::Sql`] with SQLite's message.
     pub fn execute(&self, sql: &str) -> Result<SqlOutcome, StoreError> {
+        self.time_limited(|| self.execute_unlimited(sql))
+    }
+
+    fn execute_unlimited(&self, sql: &str) -> Result<SqlOutcome, StoreError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| match e {
             rusqlite::Error::Empty => StoreError::EmptyQuery,
             e => StoreError::Sql(e),

@@ -131,10 +131,6 @@ fn checks_refuse_bad_values_naming_the_column() {
             "status",
         ),
         (
-            "INSERT INTO mysql_servers (hostname, status) VALUES ('h', 'online')",
-            "status",
-        ),
-        (
             "INSERT INTO mysql_servers (hostname, weight) VALUES ('h', -1)",
             "weight",
         ),
@@ -304,6 +300,15 @@ fn checks_refuse_bad_values_naming_the_column() {
                 "{sql}: {msg}"
             );
         }
+    }
+    // Status in any case, as ProxySQL 2.x's CHECK (UPPER(status) IN (...)).
+    for schema in ["main", "disk"] {
+        s.execute(&format!(
+            "INSERT INTO {schema}.mysql_servers (hostname, status) VALUES ('lower', 'offline_soft')"
+        ))
+        .expect("lower-case status");
+        s.execute(&format!("DELETE FROM {schema}.mysql_servers"))
+            .expect("delete");
     }
     // Keys: PK and UNIQUE.
     s.execute("INSERT INTO mysql_servers (hostname) VALUES ('h')")
@@ -639,4 +644,39 @@ fn collations_are_mariadbs() {
         ),
         Some(String::new())
     );
+}
+
+#[test]
+fn stats_users_count_rows_of_unqualified_stats_tables() {
+    let s = store();
+    for sql in [
+        "SELECT COUNT(*) FROM stats_mysql_connection_pool",
+        "SELECT 1 FROM stats_mysql_users",
+        "SELECT COUNT(*) FROM mysql_server_ping_log",
+        "SELECT COUNT(*) FROM stats.stats_mysql_connection_pool",
+    ] {
+        s.execute_stats_only(sql).expect(sql);
+    }
+    for sql in [
+        "SELECT COUNT(*) FROM mysql_users",
+        "SELECT COUNT(*) FROM global_variables",
+        "SELECT COUNT(*) FROM disk.mysql_servers",
+    ] {
+        let e = s.execute_stats_only(sql).expect_err(sql);
+        assert!(e.to_string().contains("not authorized"), "{sql}: {e}");
+    }
+}
+
+#[test]
+fn a_runaway_statement_is_stopped_at_the_time_limit() {
+    let mut s = store();
+    s.set_time_limit(std::time::Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let e = s
+        .execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c")
+        .expect_err("endless");
+    assert!(matches!(e, StoreError::TimeLimit(_)), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // The next statement runs normally, with a fresh limit.
+    assert_eq!(scalar(&s, "SELECT 41 + 1").as_deref(), Some("42"));
 }
