@@ -655,3 +655,181 @@ fn sysbench_prepared_through_four_connections() {
     assert_eq!(reconnects, Some(0), "{report}");
     assert!(pool_use(&w).1 <= 4);
 }
+
+/// What a client leaves on a connection in ways weir cannot follow — a procedure that opened a
+/// transaction and then failed, state set through prepared statements, executable comments,
+/// EXECUTE IMMEDIATE, SET TRANSACTION for the next transaction — never reaches the next client
+/// of that connection: the primary takes ONE connection, so the next client would get the very
+/// same one if weir gave it back.
+#[tokio::test]
+async fn state_weir_cannot_follow_never_reaches_the_next_client() {
+    let w = start_with_max(1, "connect_timeout_server_max = 3000");
+    let db = &topo().primary;
+    db.exec(
+        "CREATE TABLE IF NOT EXISTS weirtest.leak_t (id INT PRIMARY KEY, v VARCHAR(20)); \
+         DELETE FROM weirtest.leak_t; INSERT INTO weirtest.leak_t VALUES (1, 'x');\n\
+         DELIMITER //\n\
+         CREATE OR REPLACE PROCEDURE weirtest.p_partial() BEGIN \
+           START TRANSACTION; INSERT INTO weirtest.leak_t VALUES (200, 'partial'); \
+           INSERT INTO weirtest.leak_t VALUES (1, 'dup'); END //\n\
+         DELIMITER ;\n",
+    )
+    .unwrap();
+    async fn leave(w: &WeirProcess, run: impl AsyncFnOnce(&mut Conn)) {
+        let mut a = connect(w, Some("weirtest")).await;
+        run(&mut a).await;
+        a.disconnect().await.unwrap();
+    }
+    async fn next_client(w: &WeirProcess, sql: &str) -> Option<String> {
+        let mut b = connect(w, Some("weirtest")).await;
+        let rows: Vec<mysql_async::Row> =
+            b.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let v = rows.first().and_then(|r| r.as_ref(0)).and_then(text);
+        b.disconnect().await.unwrap();
+        v
+    }
+
+    // A procedure opens a transaction, then fails: the ERR carries no status flags.
+    leave(&w, async |a| {
+        let e = a.query_drop("CALL p_partial()").await.unwrap_err();
+        assert!(e.to_string().contains("1062"), "{e}");
+    })
+    .await;
+    assert_eq!(
+        next_client(&w, "SELECT COUNT(*) FROM leak_t WHERE id = 200")
+            .await
+            .as_deref(),
+        Some("0"),
+        "the failed procedure's transaction reached another client"
+    );
+
+    // State set with the binary protocol.
+    leave(&w, async |a| {
+        a.exec_drop("SET SESSION sql_mode = 'ANSI_QUOTES'", ())
+            .await
+            .unwrap();
+        a.exec_drop("SET @ps_v = ?", ("leak",)).await.unwrap();
+        a.exec_drop("SELECT GET_LOCK(?, 0)", ("weir_ps_lock",))
+            .await
+            .unwrap();
+    })
+    .await;
+    let mode = next_client(&w, "SELECT @@sql_mode")
+        .await
+        .unwrap_or_default();
+    assert!(!mode.contains("ANSI_QUOTES"), "{mode}");
+    assert_eq!(next_client(&w, "SELECT @ps_v").await, None);
+    assert_eq!(
+        next_client(&w, "SELECT IS_FREE_LOCK('weir_ps_lock')")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+
+    // Executable comments, as mysqldump writes them, and EXECUTE IMMEDIATE.
+    leave(&w, async |a| {
+        a.query_drop("/*!40101 SET @ec_v = 'leak' */")
+            .await
+            .unwrap();
+        a.query_drop("/*!40101 SET SESSION sql_mode = 'ANSI_QUOTES' */")
+            .await
+            .unwrap();
+        a.query_drop("EXECUTE IMMEDIATE 'SET @ei_v = 5'")
+            .await
+            .unwrap();
+        a.query_drop("create /*!32302 TEMPORARY */ table ec_tmp (a int)")
+            .await
+            .unwrap();
+    })
+    .await;
+    assert_eq!(next_client(&w, "SELECT @ec_v").await, None);
+    assert_eq!(next_client(&w, "SELECT @ei_v").await, None);
+    let mode = next_client(&w, "SELECT @@sql_mode")
+        .await
+        .unwrap_or_default();
+    assert!(!mode.contains("ANSI_QUOTES"), "{mode}");
+    assert_eq!(
+        next_client(
+            &w,
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = 'ec_tmp'"
+        )
+        .await
+        .as_deref(),
+        Some("0")
+    );
+
+    // SET TRANSACTION for the next transaction, then a statement that starts none.
+    leave(&w, async |a| {
+        a.query_drop("SET TRANSACTION READ ONLY").await.unwrap();
+        a.query_drop("SELECT 1").await.unwrap();
+    })
+    .await;
+    let mut b = connect(&w, Some("weirtest")).await;
+    b.query_drop("INSERT INTO leak_t VALUES (2, 'rw')")
+        .await
+        .unwrap();
+    // ... and the characteristics go with the transaction that uses them.
+    b.query_drop("SET TRANSACTION READ ONLY").await.unwrap();
+    b.query_drop("START TRANSACTION").await.unwrap();
+    let e = b
+        .query_drop("INSERT INTO leak_t VALUES (3, 'ro')")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("1792"), "{e}");
+    b.query_drop("COMMIT").await.unwrap();
+    b.query_drop("INSERT INTO leak_t VALUES (3, 'rw')")
+        .await
+        .unwrap();
+
+    // KILL reaches only weir's sessions, never the server.
+    for sql in ["KILL USER weir", "SELECT 1; KILL 5"] {
+        let e = b.query_drop(sql).await.unwrap_err();
+        assert!(e.to_string().contains("1235"), "{sql}: {e}");
+    }
+    let e = b.query_drop("KILL HARD QUERY ID 987654").await.unwrap_err();
+    assert!(e.to_string().contains("1094"), "{e}");
+    b.disconnect().await.unwrap();
+}
+
+/// A statement that reached the server and may have changed something is not run again when
+/// its connection dies: only a plain SELECT is (mysql-query_retries_on_failure).
+#[tokio::test]
+async fn a_write_cut_off_by_a_lost_connection_is_not_run_twice() {
+    let w = start_with_max(4, "");
+    let db = &topo().primary;
+    db.exec("CREATE OR REPLACE TABLE weirtest.retry_log (n INT) ENGINE = MyISAM")
+        .unwrap();
+    let mut c = connect(&w, Some("weirtest")).await;
+    let q = tokio::spawn(async move {
+        let r = c
+            .query_drop(
+                "INSERT INTO retry_log SELECT seq FROM seq_1_to_10 WHERE SLEEP(0.2) = 0 /* retry_test */",
+            )
+            .await;
+        (r, c)
+    });
+    let mut id = String::new();
+    for _ in 0..100 {
+        id = db
+            .query_value("SELECT COALESCE(MAX(ID), '') FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO retry_log%'")
+            .unwrap();
+        if !id.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!id.is_empty(), "the INSERT never showed on the primary");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    db.exec(&format!("KILL {id}")).unwrap();
+    let (r, mut c) = q.await.unwrap();
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("1158"), "{e}");
+    let n = db
+        .query_value("SELECT COUNT(*) FROM weirtest.retry_log")
+        .unwrap();
+    let n: u32 = n.parse().unwrap();
+    assert!(n < 10, "the INSERT ran again: {n} rows");
+    // A SELECT cut off the same way runs again on another connection.
+    let v: Option<i64> = c.query_first("SELECT 7").await.unwrap();
+    assert_eq!(v, Some(7));
+}

@@ -349,3 +349,51 @@ fn deprecate_eof_clients_get_ok_terminated_results() {
     let r = c.command(&[0x0e], Expect::Status);
     assert_eq!(r[0][0], 0);
 }
+
+/// Long data is buffered up to mysql-max_allowed_packet per statement: past it the execution
+/// fails with 1153 instead of weir holding (and forwarding) any amount; the statement stays
+/// usable.
+#[test]
+fn long_data_over_max_allowed_packet_is_refused() {
+    let w = common::start_weir("max_allowed_packet = 65536");
+    let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    c.query("CREATE TABLE IF NOT EXISTS weirtest.ps_big (id INT PRIMARY KEY, b LONGBLOB)");
+    c.query("DELETE FROM weirtest.ps_big");
+    let mut p = vec![0x16];
+    p.extend_from_slice(b"INSERT INTO weirtest.ps_big VALUES (1, ?)");
+    let r = c.command(&p, Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    let stmt = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    let long_data = |c: &mut RawClient, chunks: usize| {
+        for _ in 0..chunks {
+            let mut p = vec![0x18];
+            p.extend_from_slice(&stmt);
+            p.extend_from_slice(&[0, 0]);
+            p.extend_from_slice(&[b'x'; 30_000]);
+            c.send(&p);
+        }
+    };
+    let mut exec = vec![0x17];
+    exec.extend_from_slice(&stmt);
+    exec.push(0);
+    exec.extend_from_slice(&1u32.to_le_bytes());
+    exec.push(0); // null bitmap
+    exec.push(1); // new params bound
+    exec.extend_from_slice(&[0xfb, 0]); // LONG_BLOB
+    long_data(&mut c, 3);
+    let r = c.command(&exec, Expect::ResultSets);
+    assert_eq!(
+        err_code(&r[0]),
+        Some(1153),
+        "{:?}",
+        String::from_utf8_lossy(&r[0])
+    );
+    let r = c.query("SELECT COUNT(*) FROM weirtest.ps_big");
+    assert_eq!(&r[3][1..], b"0");
+    // Within the limit, the same statement runs.
+    long_data(&mut c, 2);
+    let r = c.command(&exec, Expect::ResultSets);
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+    let r = c.query("SELECT LENGTH(b) FROM weirtest.ps_big WHERE id = 1");
+    assert_eq!(&r[3][1..], b"60000");
+}

@@ -83,11 +83,23 @@ impl Session {
             weir_sql::scan(p.get(1..).unwrap_or_default())
         };
         self.counted = Some(scan.command);
-        if scan.kind == StatementKind::Kill {
-            if let Some((query_only, id)) = scan.kill {
+        self.repeatable = crate::stmt::repeatable(&scan);
+        if scan.kind == StatementKind::Kill || scan.kill_in_batch {
+            if let (Some((query_only, id)), false) = (scan.kill, scan.kill_in_batch) {
                 self.kill(id, query_only, seq).await?;
                 return Ok(Flow::Continue);
             }
+            // Ids through weir are weir's sessions; a KILL the server ran would hit a pooled
+            // connection, possibly another client's statement.
+            let e = ErrInfo::new(
+                errcode::ER_NOT_SUPPORTED_YET,
+                "42000",
+                "weir runs KILL [HARD | SOFT] [CONNECTION | QUERY [ID]] <id> alone in its statement, \
+                 with the id of a weir session (stats_mysql_processlist); KILL USER and KILL among \
+                 other statements are refused",
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(Flow::Continue);
         }
         let rt = self.shared.runtime.load_full();
         let m = &rt.mysql;
@@ -395,6 +407,16 @@ impl Session {
             }
         }
         self.pins |= pins;
+        // Characteristics set for the next transaction are used up once one starts (it then
+        // holds the connection by itself).
+        if self.pins & crate::pins::NEXT_TRANSACTION != 0
+            && self
+                .backend
+                .as_ref()
+                .is_some_and(|b| b.conn_ref().in_transaction())
+        {
+            self.pins &= !crate::pins::NEXT_TRANSACTION;
+        }
         let last_id = outcome.last_ok.map(|o| o.last_insert_id).unwrap_or(0);
         if last_id != 0 {
             self.last_insert_id = last_id;
@@ -409,7 +431,7 @@ impl Session {
         } else {
             self.keep_for = self.keep_for.saturating_sub(1);
         }
-        // SQL_CALC_FOUND_ROWS and SET TRANSACTION: the next statement runs on this
+        // SQL_CALC_FOUND_ROWS: the next statement runs on this
         // connection; after warnings it does too if it can (SHOW WARNINGS must find them).
         self.hold_next = hold_next;
         if outcome.warnings > 0 {

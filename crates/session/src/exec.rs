@@ -171,6 +171,7 @@ async fn relay_timed(
             .map_err(|e| RelayError::Backend {
                 source: e,
                 client_bytes: false,
+                sent: false,
                 next_seq: seq,
             })?;
         let extras = RelayExtras {
@@ -325,6 +326,7 @@ impl Session {
                 let r = result.unwrap_or(Err(RelayError::Backend {
                     source: weir_backend::BackendError::Timeout(limits.timeout),
                     client_bytes: true,
+                    sent: true,
                     next_seq: seq,
                 }));
                 self.relayed(r, &server).await
@@ -395,6 +397,7 @@ impl Session {
             Err(RelayError::Backend {
                 source,
                 client_bytes,
+                sent,
                 next_seq,
             }) => {
                 tracing::info!(session = self.handle.id, error = %source, "backend failed during a statement");
@@ -405,7 +408,10 @@ impl Session {
                 Ok(Step::Failed(Failure {
                     err,
                     next_seq,
-                    retryable: !client_bytes && !tied,
+                    // A statement that reached the server may have run: only one that
+                    // changes nothing runs again (an INSERT ... SELECT killed halfway must
+                    // not write its rows twice).
+                    retryable: !client_bytes && !tied && (!sent || self.repeatable),
                     tied,
                 }))
             }

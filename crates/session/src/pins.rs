@@ -12,3 +12,6 @@ pub(crate) const TEXT_PREPARED: u32 = 1 << 19;
 /// autocommit is off and mysql-autocommit_false_is_transaction is on: the session is treated
 /// as being in a transaction until autocommit is back on.
 pub(crate) const AUTOCOMMIT_OFF: u32 = 1 << 20;
+/// `SET TRANSACTION ...` (without SESSION) set characteristics for the next transaction only:
+/// they stay on the connection until a transaction starts there.
+pub(crate) const NEXT_TRANSACTION: u32 = 1 << 21;

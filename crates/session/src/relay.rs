@@ -53,6 +53,8 @@ pub enum RelayError {
         source: BackendError,
         /// Whether any reply byte reached the client.
         client_bytes: bool,
+        /// Whether the command was written to the backend (it may then have run).
+        sent: bool,
         /// Next sequence id for the client.
         next_seq: u8,
     },
@@ -209,6 +211,7 @@ impl Relay<'_> {
         RelayError::Backend {
             source: e.into(),
             client_bytes: self.guard.sent(),
+            sent: true,
             next_seq: self.client_seq,
         }
     }

@@ -85,6 +85,9 @@ pub struct Session {
     pub(crate) capture: Option<crate::relay::Capture>,
     /// Whether the query cache answered the current command.
     pub(crate) cache_hit: bool,
+    /// Whether the current command may run again on another connection after the backend
+    /// failed once it had been sent: true unless it may have changed something.
+    pub(crate) repeatable: bool,
 }
 
 /// A statement prepared by the client.
@@ -109,8 +112,15 @@ pub(crate) struct Prepared {
     pub(crate) param_types: Option<Box<[u8]>>,
     /// COM_STMT_SEND_LONG_DATA payloads waiting for the next execution.
     pub(crate) long_data: Vec<Vec<u8>>,
+    /// Whether the long data went over mysql-max_allowed_packet (and was dropped).
+    pub(crate) long_data_overflow: bool,
     /// Whether its last execution left a cursor open on the held connection.
     pub(crate) cursor: bool,
+    /// What running it ties the session to its connection with: the state a prepared
+    /// statement can change is not followed (its parameters are not read), so any is pinned.
+    pub(crate) exec_pins: u32,
+    /// Whether an execution changes nothing, so that it may run again after a failure.
+    pub(crate) repeatable: bool,
 }
 
 /// What the command loop does next.
@@ -241,6 +251,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         cache_key: Vec::new(),
         capture: None,
         cache_hit: false,
+        repeatable: true,
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
@@ -322,6 +333,7 @@ impl Session {
         self.counted = None;
         self.reply_end = None;
         self.cache_hit = false;
+        self.repeatable = true;
         self.cmd_started = started;
         let code = cmd.code();
         // The text is in the first frame: a command split into frames has 16 MiB there.

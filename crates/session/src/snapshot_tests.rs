@@ -87,6 +87,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         cache_key: Vec::new(),
         capture: None,
         cache_hit: false,
+        repeatable: true,
     };
     (s, reg)
 }
@@ -176,8 +177,11 @@ async fn executes_count_under_the_prepared_statement_command() {
             hostgroup: 0,
             param_types: None,
             long_data: Vec::new(),
+            long_data_overflow: false,
             cursor: false,
             cache: None,
+            exec_pins: 0,
+            repeatable: false,
         },
     );
     let started = Instant::now();

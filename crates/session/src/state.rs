@@ -88,7 +88,7 @@ impl Session {
                 }
                 SetEffect::NextTransaction => {
                     pins &= !Pin::SET;
-                    fx.hold_next = true;
+                    pins |= crate::pins::NEXT_TRANSACTION;
                 }
                 SetEffect::Untracked => {}
             }

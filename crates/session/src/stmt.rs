@@ -195,14 +195,20 @@ impl Session {
     /// recorded in the global registry; the client gets weir's statement id.
     pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
-        let (command, info, cacheable) = {
+        let (command, info, cacheable, exec_pins, repeatable) = {
             let p = cmd.payload();
             let q = p.get(1..).unwrap_or_default();
             let mut text = String::new();
             crate::activity::fill_info(&mut text, q);
             let scan = weir_sql::scan(q);
             let cacheable = crate::cache::cacheable_statement(&scan);
-            (scan.command, text.into_boxed_str(), cacheable)
+            (
+                scan.command,
+                text.into_boxed_str(),
+                cacheable,
+                prepared_pins(&scan),
+                repeatable(&scan),
+            )
         };
         let rt = self.shared.runtime.load_full();
         // The digest is computed whatever happens: executions are counted under it.
@@ -262,7 +268,10 @@ impl Session {
                     hostgroup: self.hostgroup,
                     param_types: None,
                     long_data: Vec::new(),
+                    long_data_overflow: false,
                     cursor: false,
+                    exec_pins,
+                    repeatable,
                 },
             );
         }
@@ -292,6 +301,21 @@ impl Session {
                 }
             }
         }
+        if std::mem::take(&mut p.long_data_overflow) {
+            p.long_data.clear();
+            let max = self.shared.runtime.load().mysql.max_allowed_packet;
+            let e = ErrInfo::new(
+                errcode::ER_NET_PACKET_TOO_LARGE,
+                "08S01",
+                format!(
+                    "Parameter data sent with COM_STMT_SEND_LONG_DATA is bigger than 'max_allowed_packet' ({max} bytes): the statement was not executed"
+                ),
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(Flow::Continue);
+        }
+        self.repeatable = p.repeatable;
+        let exec_pins = p.exec_pins;
         let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
         let cache_rule = p
             .cache
@@ -322,7 +346,7 @@ impl Session {
             }
         }
         if !self.cache_hit {
-            self.after_reply(&outcome, 0, None);
+            self.after_reply(&outcome, exec_pins, None);
         }
         Ok(Flow::Continue)
     }
@@ -583,6 +607,7 @@ impl Session {
             return Ok(Flow::Continue);
         };
         p.long_data.clear();
+        p.long_data_overflow = false;
         if std::mem::take(&mut p.cursor) {
             let global = p.global.id;
             self.update_cursor_pin();
@@ -632,10 +657,24 @@ impl Session {
         self.release();
     }
 
-    /// COM_STMT_SEND_LONG_DATA (no reply): kept until the statement runs.
+    /// COM_STMT_SEND_LONG_DATA (no reply): kept until the statement runs, at most
+    /// mysql-max_allowed_packet bytes per statement, as the server allows per parameter.
+    /// Past that the chunks are dropped and the statement is marked so that its execution
+    /// fails with ER_NET_PACKET_TOO_LARGE instead of sending a truncated value.
     pub(crate) fn long_data(&mut self, cmd: &Command) {
+        let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
         if let Some(p) = self.prepared.get_mut(&statement_id(cmd)) {
-            p.long_data.push(cmd.payload().into_owned());
+            if p.long_data_overflow {
+                return;
+            }
+            let held: usize = p.long_data.iter().map(Vec::len).sum();
+            let payload = cmd.payload();
+            if held + payload.len() > max {
+                p.long_data = Vec::new();
+                p.long_data_overflow = true;
+                return;
+            }
+            p.long_data.push(payload.into_owned());
         }
     }
 
@@ -666,6 +705,28 @@ impl Session {
 }
 
 /// Whether an execution's reply left a cursor open.
+/// What executing a prepared statement with this text pins. Unlike the text protocol, no
+/// SET, USE or lock call is followed (values come as parameters): any ties the session.
+pub(crate) fn prepared_pins(scan: &weir_sql::QueryScan) -> u32 {
+    use weir_sql::{Pin, StatementKind};
+    let mut pins = scan.pin.0;
+    if matches!(scan.kind, StatementKind::Set | StatementKind::Use) {
+        pins |= Pin::UNTRACKED;
+    }
+    pins
+}
+
+/// Whether a statement with this text changes nothing, so that it may run again when its
+/// backend failed after it was sent: a lone plain SELECT (no locking read, no INTO, no lock
+/// function, nothing pinned).
+pub(crate) fn repeatable(scan: &weir_sql::QueryScan) -> bool {
+    scan.kind == weir_sql::StatementKind::Select
+        && scan.statements == 1
+        && !scan.locking_read
+        && !scan.into
+        && !scan.pin.any()
+}
+
 fn o_cursor(o: &crate::relay::ReplyOutcome) -> bool {
     o.error.is_none() && o.status & status::CURSOR_EXISTS != 0
 }

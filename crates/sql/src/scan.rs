@@ -101,6 +101,8 @@ pub struct QueryScan {
     pub locking_read: bool,
     /// Whether the word INTO appears (`SELECT ... INTO @v / OUTFILE / DUMPFILE`, INSERT INTO).
     pub into: bool,
+    /// Whether a KILL is one of several statements (its id would reach the server).
+    pub kill_in_batch: bool,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -123,7 +125,12 @@ pub fn scan(q: &[u8]) -> QueryScan {
         command: SqlCommand::Unknown,
         locking_read: false,
         into: false,
+        kill_in_batch: false,
     };
+    let mut kills = 0u32;
+    // Inside `/*! ... */` or `/*M! ... */`: MySQL and MariaDB run what is in it (mysqldump
+    // writes `/*!40101 SET ... */`), so it is scanned as code.
+    let mut in_exec_comment = false;
     // Words of the current statement we still want to look at (its first four).
     let mut words: [&[u8]; 4] = [&[]; 4];
     let mut nwords = 0usize;
@@ -151,7 +158,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     out.use_schema = parse_use(text);
                 }
                 if kind == StatementKind::Kill {
-                    out.kill = parse_kill(words, nwords);
+                    out.kill = parse_kill(text);
                 }
                 if pin & Pin::PREPARED != 0 {
                     out.text_prepare = parse_text_prepare(words, nwords);
@@ -185,6 +192,9 @@ pub fn scan(q: &[u8]) -> QueryScan {
     let mut stmt_user_var = false;
     let mut after_statement = |out: &mut QueryScan, kind: Option<StatementKind>, user_var: bool| {
         saw_use |= kind == Some(StatementKind::Use);
+        if kind == Some(StatementKind::Kill) {
+            kills += 1;
+        }
         if kind == Some(StatementKind::Call) && user_var {
             out.pin.0 |= Pin::USER_VARIABLE;
         }
@@ -229,6 +239,18 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 }
             }
             b'-' if i + 2 == n && q[i + 1] == b'-' => i = n,
+            b'/' if i + 2 < n && q[i + 1] == b'*' && q[i + 2] == b'!' => {
+                i = skip_version(q, i + 3);
+                in_exec_comment = true;
+            }
+            b'/' if i + 3 < n && q[i + 1] == b'*' && q[i + 2] == b'M' && q[i + 3] == b'!' => {
+                i = skip_version(q, i + 4);
+                in_exec_comment = true;
+            }
+            b'*' if in_exec_comment && i + 1 < n && q[i + 1] == b'/' => {
+                in_exec_comment = false;
+                i += 2;
+            }
             b'/' if i + 1 < n && q[i + 1] == b'*' => {
                 i += 2;
                 while i + 1 < n && !(q[i] == b'*' && q[i + 1] == b'/') {
@@ -334,7 +356,17 @@ pub fn scan(q: &[u8]) -> QueryScan {
     if saw_use && out.statements > 1 {
         out.pin.0 |= Pin::UNTRACKED;
     }
+    out.kill_in_batch = kills > 0 && out.statements > 1;
     out
+}
+
+/// Skips the optional server version (5 or 6 digits) after `/*!` or `/*M!`.
+fn skip_version(q: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while i < q.len() && i - start < 6 && q[i].is_ascii_digit() {
+        i += 1;
+    }
+    i
 }
 
 fn eq(a: &[u8], b: &str) -> bool {
@@ -345,6 +377,7 @@ fn classify(words: &[&[u8]; 4], nwords: usize) -> (StatementKind, u32) {
     let w0 = words[0];
     let w1 = if nwords > 1 { words[1] } else { &[][..] };
     let w2 = if nwords > 2 { words[2] } else { &[][..] };
+    let w3 = if nwords > 3 { words[3] } else { &[][..] };
     use StatementKind as K;
     match () {
         _ if eq(w0, "SELECT") || eq(w0, "WITH") || eq(w0, "VALUES") || eq(w0, "TABLE") => {
@@ -370,12 +403,24 @@ fn classify(words: &[&[u8]; 4], nwords: usize) -> (StatementKind, u32) {
             (K::Show, 0)
         }
         _ if eq(w0, "KILL") => (K::Kill, 0),
-        _ if eq(w0, "CALL") => (K::Call, 0),
-        _ if eq(w0, "LOCK") || (eq(w0, "FLUSH") && (eq(w1, "TABLES") || eq(w1, "TABLE"))) => {
+        // A procedure may open a transaction, take locks, create temporary tables or set
+        // variables, none of which its CALL shows: the session keeps its connection (a rule
+        // with multiplex = 2 lifts this for procedures known to leave nothing behind).
+        _ if eq(w0, "CALL") => (K::Call, Pin::UNTRACKED),
+        _ if eq(w0, "LOCK")
+            || (eq(w0, "FLUSH") && (eq(w1, "TABLES") || eq(w1, "TABLE")))
+            || (eq(w0, "BACKUP") && eq(w1, "LOCK")) =>
+        {
             (K::Other, Pin::LOCK_TABLES)
         }
+        _ if eq(w0, "BACKUP") => (K::Other, Pin::UNTRACKED),
         _ if eq(w0, "CREATE") && eq(w1, "TEMPORARY") => (K::Other, Pin::TEMP_TABLE),
+        _ if eq(w0, "CREATE") && eq(w1, "OR") && eq(w2, "REPLACE") && eq(w3, "TEMPORARY") => {
+            (K::Other, Pin::TEMP_TABLE)
+        }
         _ if eq(w0, "CREATE") && eq(w1, "OR") && eq(w2, "REPLACE") => (K::Other, 0),
+        // The statement it runs is not seen (a string or a variable).
+        _ if eq(w0, "EXECUTE") && eq(w1, "IMMEDIATE") => (K::Other, Pin::UNTRACKED),
         _ if eq(w0, "PREPARE")
             || eq(w0, "EXECUTE")
             || eq(w0, "DEALLOCATE")
@@ -442,14 +487,36 @@ fn parse_text_prepare(words: &[&[u8]; 4], nwords: usize) -> Option<TextPrepare> 
     None
 }
 
-fn parse_kill(words: &[&[u8]; 4], nwords: usize) -> Option<(bool, u64)> {
-    let num = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<u64>().ok();
-    match nwords {
-        2 => Some((false, num(words[1])?)),
-        3 if eq(words[1], "QUERY") => Some((true, num(words[2])?)),
-        3 if eq(words[1], "CONNECTION") => Some((false, num(words[2])?)),
-        _ => None,
+/// `KILL [HARD | SOFT] [CONNECTION | QUERY [ID]] n` → (query only, n); `None` for anything
+/// else (KILL USER, an expression, comments inside).
+fn parse_kill(text: &[u8]) -> Option<(bool, u64)> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut words = text.split_ascii_whitespace().peekable();
+    if !words.next()?.eq_ignore_ascii_case("KILL") {
+        return None;
     }
+    if words
+        .peek()
+        .is_some_and(|w| w.eq_ignore_ascii_case("HARD") || w.eq_ignore_ascii_case("SOFT"))
+    {
+        words.next();
+    }
+    let mut query = false;
+    match words.peek() {
+        Some(w) if w.eq_ignore_ascii_case("CONNECTION") => {
+            words.next();
+        }
+        Some(w) if w.eq_ignore_ascii_case("QUERY") => {
+            words.next();
+            query = true;
+            if words.peek().is_some_and(|w| w.eq_ignore_ascii_case("ID")) {
+                words.next();
+            }
+        }
+        _ => {}
+    }
+    let id = words.next()?.parse::<u64>().ok()?;
+    words.next().is_none().then_some((query, id))
 }
 
 #[cfg(test)]
@@ -479,7 +546,26 @@ mod tests {
         assert!(scan(b"select id into @a from t").pin.0 & Pin::USER_VARIABLE != 0);
         assert!(!scan(b"select @a = 1, @b from t").pin.any());
         assert!(scan(b"CALL p(1, @out)").pin.0 & Pin::USER_VARIABLE != 0);
-        assert!(!scan(b"CALL p(1, 2)").pin.any());
+        // A procedure's effects are not seen: CALL pins, whatever its arguments.
+        assert!(scan(b"CALL p(1, 2)").pin.0 & Pin::UNTRACKED != 0);
+        // What MySQL and MariaDB run inside executable comments is scanned as code.
+        for q in [
+            "/*!40101 SET NAMES latin1 */",
+            "/*!50000 select get_lock('x', 0) */",
+            "create /*!32302 TEMPORARY */ table t (a int)",
+            "/*M!100500 LOCK TABLES t WRITE */",
+            "/*!40101 SET @v = 'x' */",
+            "CREATE OR REPLACE TEMPORARY TABLE t (a int)",
+            "EXECUTE IMMEDIATE 'SELECT GET_LOCK(''x'', 0)'",
+            "execute immediate @sql",
+            "BACKUP LOCK t",
+            "BACKUP STAGE START",
+        ] {
+            assert!(scan(q.as_bytes()).pin.any(), "{q}");
+        }
+        assert_eq!(scan(b"/*!40101 SELECT 1 */").kind, StatementKind::Select);
+        assert!(!scan(b"/* SET NAMES latin1 */ SELECT 1").pin.any());
+        assert!(!scan(b"CREATE OR REPLACE TABLE t (a int)").pin.any());
         assert!(scan(b"USE db2; SELECT 1").pin.0 & Pin::UNTRACKED != 0);
         assert!(!scan(b"USE db2").pin.any());
         assert!(!scan(b"select @@version").pin.any());
@@ -517,6 +603,17 @@ mod tests {
         assert_eq!(scan(b"KILL QUERY 12").kill, Some((true, 12)));
         assert_eq!(scan(b"kill 7").kill, Some((false, 7)));
         assert_eq!(scan(b"kill connection 7").kill, Some((false, 7)));
+        assert_eq!(scan(b"KILL HARD QUERY ID 9").kill, Some((true, 9)));
+        assert_eq!(scan(b"kill soft connection 3;").kill, Some((false, 3)));
+        assert_eq!(scan(b"KILL SOFT 4").kill, Some((false, 4)));
+        for q in ["KILL USER weir", "KILL QUERY ID", "KILL 1+1", "KILL 5 6"] {
+            let s = scan(q.as_bytes());
+            assert_eq!(s.kind, StatementKind::Kill, "{q}");
+            assert_eq!(s.kill, None, "{q}");
+        }
+        assert!(scan(b"SELECT 1; KILL 5").kill_in_batch);
+        assert!(scan(b"KILL 5; SELECT 1").kill_in_batch);
+        assert!(!scan(b"KILL 5").kill_in_batch);
     }
 
     #[test]
