@@ -36,6 +36,9 @@
 #                             weirc: a weir with query cache rules (cache_ttl 60 s) for
 #                             `SELECT 1111` and sysbench's point select; weircN: the same
 #                             with threads = N
+#                             weirbp, weirrwbp: weir and weirrw with mysql-busy_poll_us =
+#                             BENCH_BUSY_POLL_US (its workers poll instead of sleeping while
+#                             clients are active: lower latency, more CPU)
 #                             weirb: a weir running the binary BENCH_WEIR_B (e.g. a build of
 #                             another commit), to compare two builds interleaved in one run
 #   PROXYSQL_BIN              a ProxySQL (2.x) binary: enables the targets proxysql and
@@ -48,6 +51,7 @@
 #                             this was written (no internet), so the first run with it may need
 #                             fixes; these targets fail at once when PROXYSQL_BIN is unset or not
 #                             executable.
+#   BENCH_BUSY_POLL_US [200]  mysql-busy_poll_us of the targets weirbp and weirrwbp
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the targets weir, weirrw and the
 #                             ProxySQL ones; 1 measured best here (2 cores, like haproxy's
@@ -67,6 +71,7 @@ BENCH_TIME=${BENCH_TIME:-20}
 WARMUP=${BENCH_WARMUP:-5}
 TABLE_SIZE=${BENCH_TABLE_SIZE:-100000}
 SLAP_QUERIES=${BENCH_SLAP_QUERIES:-20000}
+BUSY_POLL_US=${BENCH_BUSY_POLL_US:-200}
 BIG_ROWS=${BENCH_BIG_ROWS:-5000000}
 read -r -a TARGETS <<<"${BENCH_TARGETS:-direct haproxy weir weirrw${PROXYSQL_BIN:+ proxysql proxysqlrw}}"
 WEIR_THREADS=${BENCH_WEIR_THREADS:-1}
@@ -122,8 +127,8 @@ unset test threads ps name protocol extra
 SCENARIOS+=("${OTHER_SCENARIOS[@]}")
 # The issue's goals: weir with the read/write split against haproxy (the primary only) and
 # against ProxySQL (evaluated when the proxysql target ran).
-GOAL[point_select_8]="weir/haproxy >= 0.8; weirrw/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
-GOAL[point_select_64]="weirrw/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
+GOAL[point_select_8]="weir/haproxy >= 0.8; weirrw/haproxy >= 1.1; weirrwbp/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
+GOAL[point_select_64]="weirrw/haproxy >= 1.1; weirrwbp/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
 DESC[rules_point_select_8]="sysbench oltp_point_select, text protocol, 8 threads, ${BENCH_TIME} s per run: weir with 100 or 1000 non-matching rules (targets weirr100, weirr1000) against weir with none; run with BENCH_TARGETS=\"direct weir weirr100 weirr1000\""
 UNIT[rules_point_select_8]=qps
 GOAL[rules_point_select_8]="weirr1000/weir >= 0.9"
@@ -135,7 +140,7 @@ for c in 1 8 32 128; do
     eval "scenario_slap_c$c() { slap_scenario $c $n \"\$@\"; }"
 done
 unset c n
-GOAL[slap_c1]="weir/direct <= 1.2"
+GOAL[slap_c1]="weir/direct <= 1.2; weirbp/direct <= 1.2"
 DESC[rw_split]="sysbench oltp_read_write --skip_trx=on (autocommit: 14 selects and 4 writes per event), text protocol, 8 threads, ${BENCH_TIME} s per run: weirrw (and proxysqlrw) send the selects to the replicas, the other targets send everything to the primary; duplicate-key errors of concurrent delete/insert pairs are ignored (--mysql-ignore-errors)"
 UNIT[rw_split]=qps
 NEEDS[rw_split]=sysbench_tables
@@ -557,6 +562,16 @@ start_targets() {
             start_weir_target "$t" "$(free_port)" "$(free_port)" "$WEIR_THREADS"
             WEIR_BIN=$main_bin
             ;;
+        weirbp | weirrwbp)
+            # weir (or weirrw) with mysql-busy_poll_us: its workers poll instead of sleeping
+            # while clients are active.
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            admin_sql "$admin_port" -e "SET mysql-busy_poll_us = $BUSY_POLL_US; LOAD MYSQL VARIABLES TO RUNTIME" ||
+                die "could not set mysql-busy_poll_us on $t"
+            [ "$t" = weirbp ] || load_rw_rules "$admin_port"
+            ;;
         weirc | weirc[1-9])
             local admin_port threads=${t#weirc}
             admin_port=$(free_port)
@@ -569,7 +584,7 @@ start_targets() {
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirN weirrN weirmN weirs weirc weircN weirb)" ;;
+        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirbp weirrwbp weirN weirrN weirmN weirs weirc weircN weirb)" ;;
         esac
     done
 }

@@ -771,14 +771,25 @@ impl Admin {
 /// Opens the store in `datadir` and decides what the proxy starts with: on first start (empty
 /// disk) or with `--initial` the configuration file fills memory and disk; otherwise disk is
 /// the source of truth and is copied into memory. Returns the store and the memory tables.
+///
+/// `check_seed` vets the file's tables before they are written: what it refuses (e.g. a rule
+/// whose regular expression does not compile) never reaches the disk, where it would stop
+/// every later start.
 pub fn bootstrap(
     datadir: &std::path::Path,
     file: &ConfigTables,
     initial: bool,
+    check_seed: &dyn Fn(&ConfigTables) -> Result<(), String>,
 ) -> Result<(Store, ConfigTables), AdminError> {
     let store = Store::open(datadir).map_err(|e| AdminError::general(e.to_string()))?;
     let fresh = store.disk_is_empty()?;
     if fresh || initial {
+        check_seed(file).map_err(|e| {
+            AdminError::general(format!(
+                "the configuration file is not usable, nothing was written to {}: {e}",
+                datadir.join("weir.db").display()
+            ))
+        })?;
         for m in Module::ALL {
             store.write_module(Target::Disk, m, file)?;
             store.write_module(Target::Memory, m, file)?;

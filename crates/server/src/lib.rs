@@ -86,8 +86,17 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         context: format!("cannot create data directory {}", datadir.display()),
         source: e,
     })?;
-    let (store, tables) = weir_admin::bootstrap(&datadir, &file.tables, opts.initial)
-        .map_err(|e| StartError::Store(e.message))?;
+    let rules_compile = |t: &weir_config::ConfigTables| -> Result<(), String> {
+        weir_rules::CompiledRules::compile(&t.mysql_query_rules)
+            .map(|_| ())
+            .map_err(|errors| {
+                let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                format!("its query rules do not compile: {}", lines.join("; "))
+            })
+    };
+    let (store, tables) =
+        weir_admin::bootstrap(&datadir, &file.tables, opts.initial, &rules_compile)
+            .map_err(|e| StartError::Store(e.message))?;
     let runtime = Arc::new(Runtime::build(&tables).map_err(|e| {
         StartError::Store(format!(
             "the configuration in {} is invalid (fix it with the admin interface after starting with --initial, or correct the file):\n{e}",
@@ -285,6 +294,13 @@ fn worker(
                 Err(e) => tracing::error!(worker = index, error = %e, "cannot register a listener"),
             }
         }
+        let (poll_shared, poll_stop) = (shared.clone(), stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = poll_stop.cancelled() => {}
+                _ = weir_session::busy_poll::poll_while_busy(poll_shared) => {}
+            }
+        });
         stop.cancelled().await;
         // Every worker's event loop stays up until all sessions are done: a pooled backend
         // connection may be driven by another worker's loop than the session using it.

@@ -61,7 +61,21 @@ fn main() -> ExitCode {
                 println!("{}: configuration OK", config.display());
                 ExitCode::SUCCESS
             }
-            Err(errors) => {
+            Err(mut errors) => {
+                // Rules compile only once the file is valid: compile the rows that parsed so
+                // that a bad regular expression is reported with the other errors.
+                let rule_errors = weir_config::tables_as_parsed(&config)
+                    .and_then(|t| weir_rules::CompiledRules::compile(&t.mysql_query_rules).err())
+                    .unwrap_or_default();
+                let reported: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+                for p in rule_errors {
+                    let line = p.to_string();
+                    if !reported.iter().any(|r| r.contains(&line)) {
+                        errors
+                            .0
+                            .push(weir_config::ConfigError::new("mysql_query_rules", line));
+                    }
+                }
                 for e in &errors.0 {
                     eprintln!("{}: {e}", config.display());
                 }

@@ -336,7 +336,8 @@ fn check_config_reports_errors_with_paths() {
     let bad = dir.join("bad.toml");
     std::fs::write(
         &bad,
-        "[mysql_variables]\nthreads = \"many\"\nno_such_var = 1\n[[mysql_servers]]\naddress = \"h\"\nport = 70000\n",
+        "[mysql_variables]\nthreads = \"many\"\nno_such_var = 1\n[[mysql_servers]]\naddress = \"h\"\nport = 70000\n\
+         [[mysql_query_rules]]\nrule_id = 1\nactive = 1\nmatch_pattern = \"(unclosed\"\n",
     )
     .unwrap();
     let out = Command::new(common::weir_bin())
@@ -348,6 +349,8 @@ fn check_config_reports_errors_with_paths() {
     assert!(err.contains("mysql_variables.threads"), "{err}");
     assert!(err.contains("mysql_variables.no_such_var"), "{err}");
     assert!(err.contains("mysql_servers[0].port"), "{err}");
+    // A regular expression that does not compile is reported with the other errors.
+    assert!(err.contains("rule 1: match_pattern"), "{err}");
     let good = dir.join("good.toml");
     std::fs::write(&good, weir_testkit::weir_config(common::topo(), 1, 0, "")).unwrap();
     let out = Command::new(common::weir_bin())
@@ -364,6 +367,48 @@ fn check_config_reports_errors_with_paths() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&v.stdout).starts_with("weir "));
+}
+
+/// A first start with a rule whose regular expression does not compile fails before anything
+/// is written to the datadir: once the file is fixed, weir starts.
+#[test]
+fn a_bad_rule_in_the_file_never_reaches_the_datadir() {
+    let port = weir_testkit::free_port();
+    let base = weir_testkit::weir_config(common::topo(), port, 0, "");
+    let bad = format!(
+        "{base}\n[[mysql_query_rules]]\nrule_id = 1\nactive = 1\nmatch_pattern = \"(unclosed\"\n"
+    );
+    let dir = weir_testkit::scratch_dir("badrule").unwrap();
+    let cfg = dir.join("weir.toml");
+    let data = dir.join("data");
+    std::fs::write(&cfg, &bad).unwrap();
+    let out = Command::new(common::weir_bin())
+        .args(["-c", cfg.to_str().unwrap(), "-D", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nothing was written") && err.contains("match_pattern"),
+        "{err}"
+    );
+    // Fixed, with the same datadir: it starts (the bad rule was not kept there).
+    std::fs::write(&cfg, bad.replace("(unclosed", "^SELECT")).unwrap();
+    let mut child = Command::new(common::weir_bin())
+        .args(["-c", cfg.to_str().unwrap(), "-D", data.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("weir exited ({status}) once the file was fixed");
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "weir did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]
@@ -486,4 +531,89 @@ async fn server_restart_does_not_fail_the_next_statement() {
     });
     assert_eq!(after, Some(2));
     drop(topo);
+}
+
+/// CPU time (user + system) of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// mysql-busy_poll_us: statements run as usual while the workers poll, the polling stops once
+/// clients are quiet (an idle weir burns no CPU), LOAD MYSQL VARIABLES switches it, and
+/// shutdown does not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_polling_serves_statements_and_stops_when_idle() {
+    let cfg = weir_testkit::weir_config(
+        common::topo(),
+        weir_testkit::free_port(),
+        weir_testkit::free_port(),
+        "busy_poll_us = 2000",
+    );
+    let mut w = weir_testkit::WeirProcess::spawn(&common::weir_bin(), &cfg).unwrap();
+    let mut c = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    for i in 0..2000u32 {
+        let v: Option<u32> = c.query_first(format!("SELECT {i}")).await.unwrap();
+        assert_eq!(v, Some(i));
+    }
+    // Idle: the pollers stop within their 2 ms window.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = cpu_ticks(w.pid());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = cpu_ticks(w.pid()) - before;
+    assert!(idle < 50, "an idle weir used {idle} ticks of CPU in 2 s");
+    // Switched off and on again at runtime.
+    for value in ["0", "500"] {
+        let o = std::process::Command::new(require_binary("mariadb"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "--protocol=TCP",
+                "--ssl=0",
+                "-uadmin",
+                "-padmin",
+            ])
+            .arg(format!("-P{}", w.admin_port))
+            .arg("-e")
+            .arg(format!(
+                "SET mysql-busy_poll_us = {value}; LOAD MYSQL VARIABLES TO RUNTIME"
+            ))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Option<u32> = c.query_first("SELECT 5").await.unwrap();
+        assert_eq!(v, Some(5));
+    }
+    let o = std::process::Command::new(require_binary("mariadb"))
+        .args([
+            "-h",
+            "127.0.0.1",
+            "--protocol=TCP",
+            "--ssl=0",
+            "-uadmin",
+            "-padmin",
+        ])
+        .arg(format!("-P{}", w.admin_port))
+        .args(["-e", "SET mysql-busy_poll_us = -1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("1231"));
+    // Shutdown right after traffic: the pollers do not hold it up.
+    let v: Option<u32> = c.query_first("SELECT 6").await.unwrap();
+    assert_eq!(v, Some(6));
+    drop(c);
+    let t = Instant::now();
+    let status = w.terminate(Duration::from_secs(8)).unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        t.elapsed()
+    );
 }

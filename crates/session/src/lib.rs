@@ -7,6 +7,7 @@
 
 mod activity;
 mod auth;
+pub mod busy_poll;
 mod cache;
 pub mod client;
 mod commands;

@@ -309,6 +309,7 @@ impl Session {
                 Err(_) => break,
             };
             let started = Instant::now();
+            crate::busy_poll::note_command();
             GlobalStats::inc(&self.shared.stats.questions);
             if cmd.code() == com::QUIT {
                 break;

@@ -35,6 +35,16 @@ pub fn load_config_file(path: &Path) -> Result<ConfigFile, ConfigErrors> {
     parse_config_str(&read(path)?)
 }
 
+/// The tables of a configuration file as far as they parse, whatever errors it has; `None`
+/// when it cannot be read or is not TOML. `check-config` compiles the query rules of these to
+/// report bad regular expressions alongside the file's other errors.
+pub fn tables_as_parsed(path: &Path) -> Option<ConfigTables> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc: Table = text.parse().ok()?;
+    let mut parser = Parser::default();
+    Some(parser.document(&doc).tables)
+}
+
 /// What `weir check-config` runs: parse the file and build the runtime it describes.
 pub fn validate_file(path: &Path) -> Result<Runtime, ConfigErrors> {
     check_str(&read(path)?).map(|(_, runtime)| runtime)

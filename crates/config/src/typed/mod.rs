@@ -122,6 +122,8 @@ pub struct MysqlVariables {
     pub verbose_query_error: bool,
     /// `mysql-shutdown_grace_period` (weir).
     pub shutdown_grace_period: Duration,
+    /// `mysql-busy_poll_us` (weir): how long a worker keeps polling after a client command.
+    pub busy_poll: Duration,
     /// `mysql-query_digests`.
     pub query_digests: bool,
     /// `mysql-query_digests_lowercase`.
@@ -260,6 +262,7 @@ impl MysqlVariables {
             long_query_time: r.ms("long_query_time"),
             verbose_query_error: r.bool("verbose_query_error"),
             shutdown_grace_period: r.ms("shutdown_grace_period"),
+            busy_poll: Duration::from_micros(u64::from(r.u32("busy_poll_us"))),
             query_digests: r.bool("query_digests"),
             query_digests_lowercase: r.bool("query_digests_lowercase"),
             query_digests_max_digest_length: r.u32("query_digests_max_digest_length"),

@@ -21,6 +21,7 @@ const SESSION_TRACK_GTIDS: &[&str] = &["OFF", "OWN_GTID", "ALL_GTIDS"];
 pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     // --- listeners and threads
     VarSpec::int("threads", "4", 1, 256, "Worker threads serving client traffic.").restart(),
+    VarSpec::int("busy_poll_us", "0", 0, 100_000, "weir: after a client command, a worker polls its sockets without sleeping for this many microseconds (lower latency, more CPU); 0 = off."),
     VarSpec::new(
         "interfaces",
         VarKind::Interfaces,

@@ -64,6 +64,7 @@ fn compat_variables_are_present_with_their_defaults() {
         ("default_collation_connection", "utf8mb4_general_ci"),
         ("server_version", "8.0.36"),
         ("shutdown_grace_period", "10000"),
+        ("busy_poll_us", "0"),
     ] {
         assert_eq!(m.get(name), Some(default), "mysql-{name}");
     }
