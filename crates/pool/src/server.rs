@@ -147,6 +147,9 @@ pub struct ServerState {
     slots_for: AtomicU32,
     /// Statements queued for a slot right now.
     waiting: AtomicU32,
+    /// Notified when a statement starts waiting for a slot: idle sessions that keep a
+    /// connection only by affinity give it up.
+    wanted: tokio::sync::Notify,
     /// Why the monitor or the traffic took the server out ([`Shun`] bits), on top of its
     /// configured status, which they never change.
     shunned: AtomicU8,
@@ -199,6 +202,7 @@ impl ServerState {
             slot_debt: AtomicU32::new(0),
             slots_for: AtomicU32::new(max),
             waiting: AtomicU32::new(0),
+            wanted: tokio::sync::Notify::new(),
             shunned: AtomicU8::new(0),
             errors_shun_until: AtomicU64::new(0),
             recent_errors: Mutex::new((0, 0)),
@@ -395,6 +399,7 @@ impl ServerState {
             }
         }
         self.waiting.fetch_add(1, Ordering::Relaxed);
+        self.wanted.notify_waiters();
         let _queued = Queued(&self.waiting);
         if let Ok(p) = self.slots.acquire().await {
             p.forget();
@@ -406,6 +411,20 @@ impl ServerState {
     /// connections they keep only by affinity.
     pub fn has_waiters(&self) -> bool {
         self.waiting.load(Ordering::Relaxed) > 0
+    }
+
+    /// Resolves once a statement waits for a connection to this server (at once if one
+    /// already does).
+    pub async fn wanted(&self) {
+        loop {
+            // Registered before the check, so a statement that starts waiting in between is
+            // not missed.
+            let notified = self.wanted.notified();
+            if self.has_waiters() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Gives back a slot taken by [`ServerState::reserve`] (the connection was returned or

@@ -833,3 +833,39 @@ async fn a_write_cut_off_by_a_lost_connection_is_not_run_twice() {
     let v: Option<i64> = c.query_first("SELECT 7").await.unwrap();
     assert_eq!(v, Some(7));
 }
+
+/// A connection kept only by affinity (warnings for SHOW WARNINGS, an insert for
+/// LAST_INSERT_ID()) goes to a statement that waits for one even while its client is idle:
+/// the waiting client never gets ERROR 9001 for it.
+#[tokio::test]
+async fn an_idle_affinity_gives_way_to_a_waiting_statement() {
+    let w = start_with_max(1, "connect_timeout_server_max = 3000");
+    let mut a = connect(&w, Some("weirtest")).await;
+    a.query_drop("CREATE TABLE IF NOT EXISTS aff_t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+    for affinity in ["SELECT 1/0", "INSERT INTO aff_t (v) VALUES (1)"] {
+        a.query_drop(affinity).await.unwrap();
+        assert_eq!(
+            pool_use(&w).0,
+            1,
+            "after {affinity}: the session keeps its connection"
+        );
+        let mut b = connect(&w, Some("weirtest")).await;
+        let t = Instant::now();
+        let v: Option<i64> = b
+            .query_first("SELECT 2")
+            .await
+            .unwrap_or_else(|e| panic!("after {affinity}: {e}"));
+        assert_eq!(v, Some(2));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "after {affinity}: waited {:?}",
+            t.elapsed()
+        );
+        b.disconnect().await.unwrap();
+    }
+    // A's next statement runs on whatever connection it gets.
+    let v: Option<i64> = a.query_first("SELECT 3").await.unwrap();
+    assert_eq!(v, Some(3));
+}

@@ -397,3 +397,47 @@ fn long_data_over_max_allowed_packet_is_refused() {
     let r = c.query("SELECT LENGTH(b) FROM weirtest.ps_big WHERE id = 1");
     assert_eq!(&r[3][1..], b"60000");
 }
+
+/// The OKs weir makes itself (COM_PING, COM_INIT_DB) carry the session's sql_mode flags, as the
+/// server's do: a client that sees no NO_BACKSLASH_ESCAPES would escape quotes with
+/// backslashes, which that mode takes literally (SQL injection).
+#[test]
+fn weirs_own_oks_carry_the_sql_mode_flags() {
+    let mut c = login();
+    let status = |ok: &[u8]| {
+        assert_eq!(ok[0], 0, "{ok:?}");
+        // header, affected rows (1 byte), last insert id (1 byte), then the status.
+        u16::from_le_bytes([ok[3], ok[4]])
+    };
+    let r = c.query("SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES,ANSI_QUOTES'");
+    assert_eq!(status(&r[0]) & 0x8200, 0x8200, "{r:?}");
+    let r = c.command(&[0x0e], Expect::Status); // COM_PING
+    assert_eq!(status(&r[0]) & 0x8200, 0x8200, "COM_PING: {r:?}");
+    let mut p = vec![0x02];
+    p.extend_from_slice(b"weirtest");
+    let r = c.command(&p, Expect::Status); // COM_INIT_DB
+    assert_eq!(status(&r[0]) & 0x8200, 0x8200, "COM_INIT_DB: {r:?}");
+    c.query("SET SESSION sql_mode = DEFAULT");
+    let r = c.command(&[0x0e], Expect::Status);
+    assert_eq!(status(&r[0]) & 0x8200, 0, "{r:?}");
+}
+
+/// A client asking for the compressed protocol, which weir does not offer, is refused at
+/// login instead of both sides waiting for packets the other cannot read.
+#[test]
+fn compression_asked_but_not_offered_is_refused() {
+    let (_c, p) = RawClient::login_caps(
+        common::weir().port,
+        WEIR_USER,
+        WEIR_PASS,
+        None,
+        weir_wire::cap::COMPRESS,
+    );
+    assert_eq!(
+        err_code(&p),
+        Some(1043),
+        "{:?}",
+        String::from_utf8_lossy(&p)
+    );
+    assert!(String::from_utf8_lossy(&p).contains("compressed protocol"));
+}

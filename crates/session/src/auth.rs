@@ -8,7 +8,8 @@ use weir_backend::Credential;
 use weir_config::{Password, User};
 use weir_wire::auth::{self, AuthCheck, Secret, CACHING_SHA2_PASSWORD, NATIVE_PASSWORD};
 use weir_wire::handshake::{write_auth_more_data, write_auth_switch, Greeting};
-use weir_wire::{cap, status};
+use weir_wire::msg::ErrInfo;
+use weir_wire::{cap, errcode, status};
 
 /// Capabilities weir offers clients. No SSL and no compression yet; CLIENT_DEPRECATE_EOF is
 /// offered and translated per client.
@@ -101,6 +102,17 @@ pub async fn handshake(
             return Err(LoginError::Refused);
         }
     };
+    if resp.capabilities & cap::COMPRESS != 0 {
+        // Not offered, yet the client would compress everything after the login: refuse now
+        // rather than have both sides wait for packets the other cannot read.
+        let e = ErrInfo::new(
+            errcode::ER_HANDSHAKE_ERROR,
+            "08S01",
+            "Bad handshake: weir does not offer the compressed protocol; connect without compression",
+        );
+        client.send_err(seq, &e).await?;
+        return Err(LoginError::Refused);
+    }
     client.caps = resp.capabilities & SERVER_CAPS;
     let user = runtime.frontend_users.get(&resp.username).cloned();
     let Some(user) = user else {

@@ -12,7 +12,7 @@ use weir_sql::{Pin, StatementKind};
 use weir_wire::handshake::ChangeUser;
 use weir_wire::msg::ErrInfo;
 use weir_wire::reply::Expect;
-use weir_wire::{com, errcode};
+use weir_wire::{com, errcode, status};
 
 impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
@@ -396,6 +396,9 @@ impl Session {
         use_schema: Option<String>,
     ) {
         let succeeded = outcome.error.is_none();
+        if succeeded {
+            self.mode_status = outcome.status & status::SQL_MODE_FLAGS;
+        }
         let hold_next = self.apply_effects(succeeded);
         if succeeded {
             if let Some(db) = use_schema {

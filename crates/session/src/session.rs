@@ -88,6 +88,9 @@ pub struct Session {
     /// Whether the current command may run again on another connection after the backend
     /// failed once it had been sent: true unless it may have changed something.
     pub(crate) repeatable: bool,
+    /// The sql_mode status flags (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) of the last reply the
+    /// session got from a backend, repeated in the OKs weir makes itself.
+    pub(crate) mode_status: u16,
 }
 
 /// A statement prepared by the client.
@@ -252,6 +255,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         capture: None,
         cache_hit: false,
         repeatable: true,
+        mode_status: 0,
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
@@ -277,10 +281,23 @@ impl Session {
                 )
             };
             let hold = self.hold_until;
+            // A connection kept only by affinity goes back as soon as another statement
+            // waits for one, even while this client is idle.
+            let affinity = match &self.backend {
+                Some(b) if !self.tied() => Some(b.server().clone()),
+                _ => None,
+            };
             let cmd = tokio::select! {
                 biased;
                 r = self.client.read_command(max) => r,
                 _ = self.handle.kill.cancelled() => break,
+                _ = async { if let Some(s) = &affinity { s.wanted().await } }, if affinity.is_some() => {
+                    self.keep_for = 0;
+                    self.keep_until = None;
+                    self.give_back();
+                    self.publish_idle(Instant::now());
+                    continue;
+                }
                 _ = tokio::time::sleep_until(hold.unwrap_or_else(tokio::time::Instant::now)), if hold.is_some() => {
                     // The delay ran out with the client idle: the connection goes back.
                     if !self.tied() {

@@ -88,6 +88,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         capture: None,
         cache_hit: false,
         repeatable: true,
+        mode_status: 0,
     };
     (s, reg)
 }

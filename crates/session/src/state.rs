@@ -152,6 +152,7 @@ impl Session {
         self.held = Held::default();
         self.effects = Effects::default();
         self.last_insert_id = 0;
+        self.mode_status = 0;
         self.pins = 0;
         self.keep_for = 0;
         self.keep_until = None;

@@ -697,6 +697,10 @@ impl Session {
         if self.autocommit() {
             st |= status::AUTOCOMMIT;
         }
+        // Clients choose how to escape strings from these: an OK without them while the
+        // session has NO_BACKSLASH_ESCAPES would make them escape with backslashes (SQL
+        // injection).
+        st |= self.mode_status;
         OkInfo {
             status: st,
             ..Default::default()
@@ -704,7 +708,6 @@ impl Session {
     }
 }
 
-/// Whether an execution's reply left a cursor open.
 /// What executing a prepared statement with this text pins. Unlike the text protocol, no
 /// SET, USE or lock call is followed (values come as parameters): any ties the session.
 pub(crate) fn prepared_pins(scan: &weir_sql::QueryScan) -> u32 {
@@ -727,6 +730,7 @@ pub(crate) fn repeatable(scan: &weir_sql::QueryScan) -> bool {
         && !scan.pin.any()
 }
 
+/// Whether an execution's reply left a cursor open.
 fn o_cursor(o: &crate::relay::ReplyOutcome) -> bool {
     o.error.is_none() && o.status & status::CURSOR_EXISTS != 0
 }

@@ -45,6 +45,10 @@ pub mod status {
     pub const PS_OUT_PARAMS: u16 = 0x1000;
     pub const IN_TRANS_READONLY: u16 = 0x2000;
     pub const SESSION_STATE_CHANGED: u16 = 0x4000;
+    /// MariaDB: the session's sql_mode has ANSI_QUOTES.
+    pub const ANSI_QUOTES: u16 = 0x8000;
+    /// The flags that describe the session's sql_mode rather than a statement.
+    pub const SQL_MODE_FLAGS: u16 = NO_BACKSLASH_ESCAPES | ANSI_QUOTES;
 }
 
 /// Command bytes (first payload byte of a client request).
