@@ -470,10 +470,23 @@ impl Pool {
                 }
                 Err(e) => {
                     server.release_slot();
-                    server.connect_failed(settings.shun_on_failures, settings.shun_recovery_time);
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");
+                    // A refusal of this login (unknown schema, no privilege, wrong backend
+                    // password) is no reason to shun the server for every other client: a
+                    // client asking for a schema that does not exist must not take it away.
+                    let login_refused = match &e {
+                        BackendError::Auth(_) => true,
+                        BackendError::Server(info) => {
+                            matches!(info.code, 1044 | 1045 | 1049 | 1698 | 1227)
+                        }
+                        _ => false,
+                    };
+                    if !login_refused {
+                        server
+                            .connect_failed(settings.shun_on_failures, settings.shun_recovery_time);
+                    }
                     if let BackendError::Server(_) | BackendError::Auth(_) = e {
                         // The server is up and said no: retrying will not change its mind.
                         return Err(PoolError::Refused(e));

@@ -255,3 +255,42 @@ async fn many_concurrent_clients() {
         t.await.unwrap();
     }
 }
+
+/// COM_CHANGE_USER to a schema that does not exist fails as on the server (1049) and the
+/// session goes on as before; clients asking for unknown schemas never shun the server.
+#[tokio::test]
+async fn change_user_to_an_unknown_schema_fails_and_keeps_the_session() {
+    let mut c = common::connect().await;
+    c.query_drop("SET @kept = 41").await.unwrap();
+    let e = c
+        .change_user(
+            mysql_async::ChangeUserOpts::default().with_db_name(Some("no_such_db_weir".into())),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("1049"), "{e}");
+    let kept: Option<i64> = c.query_first("SELECT @kept").await.unwrap();
+    assert_eq!(kept, Some(41), "the session went on as it was");
+    // A fresh client on the same weir, and many asking for the unknown schema.
+    for _ in 0..12 {
+        let opts = common::opts_for(
+            common::weir().port,
+            weir_testkit::WEIR_USER,
+            weir_testkit::WEIR_PASS,
+            Some("no_such_db_weir"),
+        );
+        if let Ok(mut bad) = Conn::new(opts).await {
+            let e = bad.query_drop("SELECT 1").await.unwrap_err();
+            assert!(e.to_string().contains("1049"), "{e}");
+        }
+    }
+    let mut other = common::connect().await;
+    let v: Option<i64> = other.query_first("SELECT 5").await.unwrap();
+    assert_eq!(
+        v,
+        Some(5),
+        "the server was shunned by clients asking for an unknown schema"
+    );
+    let db: Option<String> = other.query_first("SELECT DATABASE()").await.unwrap();
+    assert_eq!(db.as_deref(), Some("weirtest"));
+}

@@ -514,15 +514,6 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         };
-        // Whatever the outcome, the old session state is gone.
-        if let Some(b) = self.backend.take() {
-            if self.tied() || b.conn_ref().in_transaction() {
-                b.close().await;
-            } else {
-                self.shared.pool.checkin(b, true);
-            }
-        }
-        self.reset_state();
         let (user, cred, seq) = match crate::auth::change_user(
             &self.shared,
             &mut self.client,
@@ -535,6 +526,34 @@ impl Session {
             Err(crate::auth::LoginError::Refused) => return Ok(Flow::Quit),
             Err(crate::auth::LoginError::Io(e)) => return Err(e),
         };
+        // A schema the new user cannot use fails the change, as on the server, and the
+        // session goes on as it was (rather than every later statement failing).
+        if let Some(db) = &req.database {
+            let probe = weir_pool::LoginTemplate {
+                key: weir_pool::PoolKey {
+                    username: user.username.as_str().into(),
+                    ..self.login.key.clone()
+                },
+                credential: cred.clone(),
+                schema: None,
+            };
+            if let Some(e) = self
+                .schema_refused(user.default_hostgroup, &probe, db)
+                .await
+            {
+                self.client.send_err(seq, &e).await?;
+                return Ok(Flow::Continue);
+            }
+        }
+        // The old session state is gone.
+        if let Some(b) = self.backend.take() {
+            if self.tied() || b.conn_ref().in_transaction() {
+                b.close().await;
+            } else {
+                self.shared.pool.checkin(b, true);
+            }
+        }
+        self.reset_state();
         let old = self.handle.user.lock().clone();
         if old != user.username {
             if !self
@@ -564,6 +583,35 @@ impl Session {
         let ok = self.ok_status();
         self.client.send_ok(seq, &ok).await?;
         Ok(Flow::Continue)
+    }
+
+    /// The server's error when `login` cannot select `db` on a connection of `hostgroup`
+    /// (unknown database, no privilege); `None` when it can, or when no server answers (the
+    /// next statement will tell).
+    async fn schema_refused(
+        &self,
+        hostgroup: u32,
+        login: &weir_pool::LoginTemplate,
+        db: &str,
+    ) -> Option<ErrInfo> {
+        match self.shared.pool.checkout(hostgroup, login).await {
+            Ok(mut c) => match c.conn().init_db(db).await {
+                Ok(()) => {
+                    self.shared.pool.checkin(c, true);
+                    None
+                }
+                Err(BackendError::Server(e)) => {
+                    self.shared.pool.checkin(c, true);
+                    Some(e)
+                }
+                Err(_) => {
+                    c.close().await;
+                    None
+                }
+            },
+            Err(weir_pool::PoolError::Refused(BackendError::Server(e))) => Some(e),
+            Err(_) => None,
+        }
     }
 
     /// KILL [QUERY] on weir session ids.
