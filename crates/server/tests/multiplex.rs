@@ -869,3 +869,39 @@ async fn an_idle_affinity_gives_way_to_a_waiting_statement() {
     let v: Option<i64> = a.query_first("SELECT 3").await.unwrap();
     assert_eq!(v, Some(3));
 }
+
+/// A client with CLIENT_IGNORE_SPACE (mysql2's default) has IGNORE_SPACE in its sql_mode on
+/// whichever connection it gets, even one another client left with another sql_mode: weir's
+/// "back to the default" adds what the handshake flag adds.
+#[test]
+fn ignore_space_from_the_handshake_survives_reuse() {
+    use common::raw::RawClient;
+    let w = start_with_max(1, "");
+    let login = || {
+        let (c, p) = RawClient::login_caps(
+            w.port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+            weir_wire::cap::IGNORE_SPACE,
+        );
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mode = |c: &mut RawClient| {
+        let r = c.query("SELECT @@sql_mode");
+        // column count, column definition, (EOF), row: the row is the last before the end.
+        let row = &r[r.len() - 2];
+        String::from_utf8_lossy(&row[1..]).into_owned()
+    };
+    let mut a = login();
+    assert!(mode(&mut a).contains("IGNORE_SPACE"), "{}", mode(&mut a));
+    a.query("SET sql_mode = 'TRADITIONAL'");
+    assert!(!mode(&mut a).contains("IGNORE_SPACE"));
+    drop(a);
+    let mut b = login();
+    let m = mode(&mut b);
+    assert!(m.contains("IGNORE_SPACE"), "{m}");
+    let r = b.query("SELECT COUNT (*) FROM (SELECT 1) t");
+    assert_ne!(r[0][0], 0xff, "{:?}", String::from_utf8_lossy(&r[0]));
+}

@@ -180,6 +180,7 @@ impl Session {
             let ctx = weir_sql::SyncContext {
                 handshake_collation: self.login.key.collation,
                 server_version: &conn.server_version,
+                ignore_space: self.login.key.capabilities & weir_wire::cap::IGNORE_SPACE != 0,
             };
             if !self.vars.sync_statements(&conn.vars, &ctx, &mut statements) {
                 self.drop_backend().await;

@@ -32,6 +32,9 @@ pub struct SyncContext<'a> {
     pub handshake_collation: u8,
     /// The server's version string, which decides between `tx_*` and `transaction_*` names.
     pub server_version: &'a str,
+    /// Whether the connection's handshake had CLIENT_IGNORE_SPACE, which adds IGNORE_SPACE to
+    /// the session's sql_mode on top of the server default.
+    pub ignore_space: bool,
 }
 
 /// The charset slots, which the handshake sets rather than the server defaults, in the order
@@ -182,6 +185,10 @@ impl SessionVars {
             }
             items.push(match mine {
                 Some(mine) => format!("{name}={}", mine.value),
+                // DEFAULT is the global value, without what CLIENT_IGNORE_SPACE added at login.
+                None if key == "sql_mode" && ctx.ignore_space => {
+                    format!("{name}=CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')")
+                }
                 None => format!("{name}=DEFAULT"),
             });
         }

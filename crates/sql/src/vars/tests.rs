@@ -10,6 +10,7 @@ use proptest::prelude::*;
 const MARIADB: SyncContext<'static> = SyncContext {
     handshake_collation: 45,
     server_version: "10.11.6-MariaDB-1:10.11.6+maria~ubu2204",
+    ignore_space: false,
 };
 
 fn assignments(q: &str) -> Vec<Assignment> {
@@ -111,6 +112,7 @@ fn unknown_handshake_collation_fails_without_output() {
     let ctx = SyncContext {
         handshake_collation: 255,
         server_version: "8.0.36",
+        ignore_space: false,
     };
     let conn = state(&["SET NAMES latin1, sql_mode=''"]);
     let mut out = vec!["kept".to_owned()];
@@ -172,6 +174,7 @@ fn transaction_names_follow_the_server_version() {
         let ctx = SyncContext {
             handshake_collation: 45,
             server_version: version,
+            ignore_space: false,
         };
         assert_eq!(sync(&client, &conn, &ctx), vec![expected], "{version}");
         assert_eq!(
@@ -290,6 +293,7 @@ proptest! {
         let ctx = SyncContext {
             handshake_collation: 45,
             server_version: if mysql { "8.0.36" } else { "10.11.6-MariaDB" },
+            ignore_space: false,
         };
         let mut client = SessionVars::default();
         for q in &client_statements {
@@ -339,4 +343,23 @@ fn fingerprint_follows_the_state_not_its_history() {
         "SET @v = NULL",
     ]);
     assert_eq!(a.fingerprint(), back.fingerprint());
+}
+
+#[test]
+fn default_sql_mode_keeps_ignore_space_from_the_handshake() {
+    let conn = state(&["SET sql_mode = 'TRADITIONAL'"]);
+    let client = SessionVars::default();
+    let ctx = SyncContext {
+        ignore_space: true,
+        ..MARIADB
+    };
+    let mut out = Vec::new();
+    assert!(client.sync_statements(&conn, &ctx, &mut out));
+    assert_eq!(
+        out,
+        vec!["SET sql_mode=CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')"]
+    );
+    let mut out = Vec::new();
+    assert!(client.sync_statements(&conn, &MARIADB, &mut out));
+    assert_eq!(out, vec!["SET sql_mode=DEFAULT"]);
 }
