@@ -217,6 +217,7 @@ impl BackendConn {
         let g = Greeting::parse(&greeting)?;
         conn.connection_id = g.connection_id;
         conn.server_version = g.server_version.clone();
+        crate::note_server_version(&g.server_version);
         let mut caps =
             BACKEND_BASE_CAPS | (params.capabilities & (CORRECTNESS_CAPS | cap::DEPRECATE_EOF));
         if params.schema.is_some() {

@@ -17,6 +17,23 @@ pub use stmts::StmtCache;
 use weir_wire::msg::ErrInfo;
 use weir_wire::WireError;
 
+/// The version string of the server weir last connected to (pool or monitor).
+static SERVER_VERSION: arc_swap::ArcSwapOption<String> = arc_swap::ArcSwapOption::const_empty();
+
+/// The version the last backend server weir connected to announced, if any connected yet:
+/// what weir announces to clients when mysql-server_version is empty, so that drivers see
+/// the server they really talk to (MariaDB or MySQL, and which).
+pub fn backend_server_version() -> Option<std::sync::Arc<String>> {
+    SERVER_VERSION.load_full()
+}
+
+fn note_server_version(version: &str) {
+    let known = SERVER_VERSION.load();
+    if known.as_deref().map(String::as_str) != Some(version) {
+        SERVER_VERSION.store(Some(std::sync::Arc::new(version.to_string())));
+    }
+}
+
 /// Why talking to a backend failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {

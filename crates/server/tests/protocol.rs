@@ -441,3 +441,21 @@ fn compression_asked_but_not_offered_is_refused() {
     );
     assert!(String::from_utf8_lossy(&p).contains("compressed protocol"));
 }
+
+/// With mysql-server_version empty (the default) clients see the backends' version, so that
+/// drivers pick what the real server supports; a configured value wins.
+#[test]
+fn the_greeting_announces_the_backends_version() {
+    let w = common::start_weir("");
+    // Once a backend connection exists, the version is the server's own.
+    let (mut c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    c.query("SELECT 1");
+    let v = RawClient::connect_only(w.port).greeting.server_version;
+    assert!(v.contains("MariaDB"), "{v}");
+    let w = common::start_weir("server_version = \"8.0.99-configured\"");
+    let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    c.query("SELECT 1");
+    let v = RawClient::connect_only(w.port).greeting.server_version;
+    assert_eq!(v, "8.0.99-configured");
+}

@@ -80,7 +80,7 @@ pub async fn handshake(
     let runtime = shared.runtime.load_full();
     let scramble = auth::new_scramble();
     let greeting = Greeting {
-        server_version: runtime.mysql.server_version.clone(),
+        server_version: announced_version(&runtime.mysql.server_version),
         connection_id,
         scramble: scramble.to_vec(),
         capabilities: SERVER_CAPS,
@@ -237,4 +237,17 @@ pub async fn change_user(
             Err(LoginError::Refused)
         }
     }
+}
+
+/// What weir announces before any backend server answered, when mysql-server_version is empty.
+const FALLBACK_SERVER_VERSION: &str = "8.0.36";
+
+/// The version in the greeting: mysql-server_version, or when it is empty the backends' own
+/// (drivers choose collations, variable names and protocol features from it).
+fn announced_version(configured: &str) -> String {
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    weir_backend::backend_server_version()
+        .map_or_else(|| FALLBACK_SERVER_VERSION.to_string(), |v| v.to_string())
 }
