@@ -34,7 +34,10 @@ pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
     | cap::MULTI_STATEMENTS
     | cap::MULTI_RESULTS
     | cap::PS_MULTI_RESULTS
-    | cap::IGNORE_SPACE;
+    | cap::IGNORE_SPACE
+    // The server's OKs then carry session state changes (drivers such as mysql2 follow the
+    // character set through them) and their info in the format the client expects.
+    | cap::SESSION_TRACK;
 
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -459,3 +459,47 @@ fn the_greeting_announces_the_backends_version() {
     let v = RawClient::connect_only(w.port).greeting.server_version;
     assert_eq!(v, "8.0.99-configured");
 }
+
+/// CLIENT_SESSION_TRACK: a client that asks for it gets the server's session state changes
+/// (drivers such as mysql2 follow the character set through them) on connections opened with
+/// the same flag, so the OK's info is in the format it expects.
+#[test]
+fn session_tracking_reaches_clients_that_ask_for_it() {
+    let (mut c, p) = RawClient::login_caps(
+        common::weir().port,
+        WEIR_USER,
+        WEIR_PASS,
+        Some("weirtest"),
+        weir_wire::cap::SESSION_TRACK,
+    );
+    assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+    assert_ne!(c.greeting.capabilities & weir_wire::cap::SESSION_TRACK, 0);
+    let r = c.query("SET NAMES latin1");
+    let ok = &r[0];
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let status = u16::from_le_bytes([ok[3], ok[4]]);
+    assert_ne!(status & 0x4000, 0, "SESSION_STATE_CHANGED: {ok:?}");
+    assert!(
+        ok.windows(6).any(|w| w == b"latin1"),
+        "the change is in the OK: {:?}",
+        String::from_utf8_lossy(ok)
+    );
+    c.query("SET NAMES utf8mb4");
+    c.query("CREATE TABLE IF NOT EXISTS weirtest.st_t (id INT PRIMARY KEY, v INT)");
+    c.query("REPLACE INTO weirtest.st_t VALUES (1, 1)");
+    let r = c.query("UPDATE weirtest.st_t SET v = v + 1 WHERE id = 1");
+    let ok = &r[0];
+    // header, affected rows, insert id, status (2), warnings (2), then info as lenenc.
+    let info = &ok[7..];
+    assert_eq!(
+        usize::from(info[0]),
+        info.len() - 1,
+        "{:?}",
+        String::from_utf8_lossy(ok)
+    );
+    assert!(
+        info[1..].starts_with(b"Rows matched: 1"),
+        "{:?}",
+        String::from_utf8_lossy(info)
+    );
+}

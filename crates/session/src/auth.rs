@@ -30,6 +30,7 @@ pub const SERVER_CAPS: u32 = cap::LONG_PASSWORD
     | cap::PLUGIN_AUTH
     | cap::CONNECT_ATTRS
     | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | cap::SESSION_TRACK
     | cap::DEPRECATE_EOF;
 
 /// utf8mb4_general_ci: announced in the greeting and used when a client sends collation 0.
