@@ -503,3 +503,19 @@ fn session_tracking_reaches_clients_that_ask_for_it() {
         String::from_utf8_lossy(info)
     );
 }
+
+/// COM_PROCESS_KILL of one's own session: MariaDB's answer, 1927, then the connection ends.
+#[test]
+fn killing_ones_own_session_is_1927() {
+    let mut c = login();
+    let mut p = vec![0x0c];
+    p.extend_from_slice(&c.greeting.connection_id.to_le_bytes());
+    let r = c.command(&p, Expect::Status);
+    assert_eq!(
+        err_code(&r[0]),
+        Some(1927),
+        "{:?}",
+        String::from_utf8_lossy(&r[0])
+    );
+    assert!(c.is_closed());
+}

@@ -647,7 +647,7 @@ impl Session {
         if target.id == self.handle.id && !query_only {
             // Killing oneself: the server answers with an error and closes.
             let e = ErrInfo::new(
-                errcode::ER_QUERY_INTERRUPTED,
+                errcode::ER_CONNECTION_KILLED,
                 "70100",
                 "Connection was killed",
             );

@@ -145,6 +145,8 @@ pub mod errcode {
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_QUERY_INTERRUPTED: u16 = 1317;
+    /// MariaDB's ER_CONNECTION_KILLED (SQLSTATE 70100): the answer to killing oneself.
+    pub const ER_CONNECTION_KILLED: u16 = 1927;
     /// MariaDB's ER_STATEMENT_TIMEOUT (SQLSTATE 70100), which ProxySQL also answers a query
     /// killed by its query timeout with.
     pub const ER_STATEMENT_TIMEOUT: u16 = 1907;
