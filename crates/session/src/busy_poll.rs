@@ -21,6 +21,23 @@ thread_local! {
 /// How often a poller that is switched off looks whether it was switched on.
 const OFF_RECHECK: Duration = Duration::from_secs(1);
 
+/// Polling turns between two looks at how often the worker was switched out.
+const CHECK_EVERY: u32 = 256;
+
+/// Switches out of a polling worker thread within [`CHECK_EVERY`] turns that mean other
+/// threads are waiting for its CPU: polling would take CPU from the server or the clients.
+const CONTENDED: i64 = 8;
+
+/// How long a worker that found its CPU contended sleeps as usual before polling again.
+const BACKOFF: Duration = Duration::from_millis(200);
+
+/// Involuntary context switches of the calling thread (also counting sched_yield handing the
+/// CPU to another thread); 0 when unknown.
+fn switched_out() -> i64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_THREAD).map_or(0, |u| u.involuntary_context_switches())
+}
+
 /// Notes a client command on this worker and wakes the worker's poller if it waits for one.
 pub(crate) fn note_command() {
     COMMANDS.with(|c| c.set(c.get().wrapping_add(1)));
@@ -38,6 +55,8 @@ fn commands() -> u64 {
 /// Runs on a worker's event loop until dropped: once a client command arrives, keeps the loop
 /// turning (each turn an epoll_wait that does not block, then a sched_yield so that other
 /// runnable threads on this CPU go first) until mysql-busy_poll_us passes without a command.
+/// When other threads keep taking the CPU from it (the machine is saturated), it stops for a
+/// while: polling would only take CPU from the server and the clients.
 /// The setting is read at each start of polling, so LOAD MYSQL VARIABLES TO RUNTIME applies it.
 pub async fn poll_while_busy(shared: Arc<Shared>) {
     loop {
@@ -58,7 +77,9 @@ pub async fn poll_while_busy(shared: Arc<Shared>) {
         .await;
         let mut seen = commands();
         let mut last = Instant::now();
-        loop {
+        let mut turns = 0u32;
+        let mut switches = switched_out();
+        let contended = loop {
             // Deferred until the worker has polled its sockets without blocking.
             tokio::task::yield_now().await;
             std::thread::yield_now();
@@ -67,8 +88,20 @@ pub async fn poll_while_busy(shared: Arc<Shared>) {
                 seen = now;
                 last = Instant::now();
             } else if last.elapsed() >= window {
-                break;
+                break false;
             }
+            turns += 1;
+            if turns % CHECK_EVERY == 0 {
+                let s = switched_out();
+                if s - switches > CONTENDED {
+                    break true;
+                }
+                switches = s;
+            }
+        };
+        if contended {
+            // The CPUs are busy: sleeping between packets costs nothing then.
+            tokio::time::sleep(BACKOFF).await;
         }
     }
 }
