@@ -91,7 +91,7 @@ pub async fn poll_while_busy(shared: Arc<Shared>) {
                 break false;
             }
             turns += 1;
-            if turns % CHECK_EVERY == 0 {
+            if turns.is_multiple_of(CHECK_EVERY) {
                 let s = switched_out();
                 if s - switches > CONTENDED {
                     break true;
