@@ -567,9 +567,8 @@ async fn busy_polling_serves_statements_and_stops_when_idle() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = cpu_ticks(w.pid()) - before;
     assert!(idle < 50, "an idle weir used {idle} ticks of CPU in 2 s");
-    // Switched off and on again at runtime.
-    for value in ["0", "500"] {
-        let o = std::process::Command::new(require_binary("mariadb"))
+    let admin = |sql: &str| {
+        std::process::Command::new(require_binary("mariadb"))
             .args([
                 "-h",
                 "127.0.0.1",
@@ -579,29 +578,20 @@ async fn busy_polling_serves_statements_and_stops_when_idle() {
                 "-padmin",
             ])
             .arg(format!("-P{}", w.admin_port))
-            .arg("-e")
-            .arg(format!(
-                "SET mysql-busy_poll_us = {value}; LOAD MYSQL VARIABLES TO RUNTIME"
-            ))
+            .args(["-e", sql])
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    // Switched off and on again at runtime.
+    for value in ["0", "500"] {
+        let o = admin(&format!(
+            "SET mysql-busy_poll_us = {value}; LOAD MYSQL VARIABLES TO RUNTIME"
+        ));
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: Option<u32> = c.query_first("SELECT 5").await.unwrap();
         assert_eq!(v, Some(5));
     }
-    let o = std::process::Command::new(require_binary("mariadb"))
-        .args([
-            "-h",
-            "127.0.0.1",
-            "--protocol=TCP",
-            "--ssl=0",
-            "-uadmin",
-            "-padmin",
-        ])
-        .arg(format!("-P{}", w.admin_port))
-        .args(["-e", "SET mysql-busy_poll_us = -1"])
-        .output()
-        .unwrap();
+    let o = admin("SET mysql-busy_poll_us = -1");
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("1231"));
     // Shutdown right after traffic: the pollers do not hold it up.

@@ -33,14 +33,7 @@ impl Session {
             com::STMT_SEND_LONG_DATA => self.long_data(&cmd),
             com::STMT_CLOSE => self.close_statement(&cmd).await,
             com::RESET_CONNECTION => {
-                if let Some(b) = self.backend.take() {
-                    if self.tied() || b.conn_ref().in_transaction() {
-                        b.close().await;
-                    } else {
-                        self.shared.pool.checkin(b, true);
-                    }
-                }
-                self.reset_state();
+                self.forget_session().await;
                 self.client.send_ok(seq, &self.ok_status()).await?;
             }
             com::CHANGE_USER => return self.change_user(&cmd).await,
@@ -545,15 +538,7 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         }
-        // The old session state is gone.
-        if let Some(b) = self.backend.take() {
-            if self.tied() || b.conn_ref().in_transaction() {
-                b.close().await;
-            } else {
-                self.shared.pool.checkin(b, true);
-            }
-        }
-        self.reset_state();
+        self.forget_session().await;
         let old = self.handle.user.lock().clone();
         if old != user.username {
             if !self
@@ -583,6 +568,19 @@ impl Session {
         let ok = self.ok_status();
         self.client.send_ok(seq, &ok).await?;
         Ok(Flow::Continue)
+    }
+
+    /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER): the held
+    /// connection goes back to the pool, or is closed when it holds state of the session.
+    async fn forget_session(&mut self) {
+        if let Some(b) = self.backend.take() {
+            if self.tied() || b.conn_ref().in_transaction() {
+                b.close().await;
+            } else {
+                self.shared.pool.checkin(b, true);
+            }
+        }
+        self.reset_state();
     }
 
     /// The server's error when `login` cannot select `db` on a connection of `hostgroup`
