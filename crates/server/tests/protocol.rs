@@ -420,6 +420,12 @@ fn weirs_own_oks_carry_the_sql_mode_flags() {
     c.query("SET SESSION sql_mode = DEFAULT");
     let r = c.command(&[0x0e], Expect::Status);
     assert_eq!(status(&r[0]) & 0x8200, 0, "{r:?}");
+    // A mode for one statement only changes nothing for the session.
+    c.query("SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR SELECT 1");
+    let r = c.command(&[0x0e], Expect::Status);
+    assert_eq!(status(&r[0]) & 0x8200, 0, "after SET STATEMENT: {r:?}");
+    let r = c.query("SELECT @@sql_mode LIKE '%NO_BACKSLASH%'");
+    assert_eq!(&r[r.len() - 2][1..], b"0", "{r:?}");
 }
 
 /// A client asking for the compressed protocol, which weir does not offer, is refused at

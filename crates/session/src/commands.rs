@@ -389,7 +389,7 @@ impl Session {
         use_schema: Option<String>,
     ) {
         let succeeded = outcome.error.is_none();
-        if succeeded {
+        if succeeded && !self.effects.statement_scoped_set {
             self.mode_status = outcome.status & status::SQL_MODE_FLAGS;
         }
         let hold_next = self.apply_effects(succeeded);

@@ -124,6 +124,8 @@ pub(crate) struct Prepared {
     pub(crate) exec_pins: u32,
     /// Whether an execution changes nothing, so that it may run again after a failure.
     pub(crate) repeatable: bool,
+    /// Whether it is `SET STATEMENT ... FOR`, whose reply's sql_mode flags are not the session's.
+    pub(crate) statement_scoped_set: bool,
 }
 
 /// What the command loop does next.

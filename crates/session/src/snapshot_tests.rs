@@ -183,6 +183,7 @@ async fn executes_count_under_the_prepared_statement_command() {
             cache: None,
             exec_pins: 0,
             repeatable: false,
+            statement_scoped_set: false,
         },
     );
     let started = Instant::now();

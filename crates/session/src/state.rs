@@ -32,6 +32,8 @@ pub(crate) struct Effects {
     pub(crate) hold_next: bool,
     /// The statement reads LAST_INSERT_ID(): the connection must know the client's.
     pub(crate) reads_last_insert_id: bool,
+    /// `SET STATEMENT ... FOR`: the reply's sql_mode flags are not the session's.
+    pub(crate) statement_scoped_set: bool,
 }
 
 /// Client-side state that is not a variable.
@@ -78,6 +80,7 @@ impl Session {
         let fx = &mut self.effects;
         *fx = Effects::default();
         fx.reads_last_insert_id = scan.reads_last_insert_id;
+        fx.statement_scoped_set = scan.statement_scoped_set;
         fx.hold_next = scan.calc_found_rows;
         fx.unlock_tables = scan.unlock_tables;
         if scan.kind == StatementKind::Set && scan.statements == 1 {

@@ -195,7 +195,7 @@ impl Session {
     /// recorded in the global registry; the client gets weir's statement id.
     pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
-        let (command, info, cacheable, exec_pins, repeatable) = {
+        let (command, info, cacheable, exec_pins, repeatable, statement_scoped_set) = {
             let p = cmd.payload();
             let q = p.get(1..).unwrap_or_default();
             let mut text = String::new();
@@ -208,6 +208,7 @@ impl Session {
                 cacheable,
                 prepared_pins(&scan),
                 repeatable(&scan),
+                scan.statement_scoped_set,
             )
         };
         let rt = self.shared.runtime.load_full();
@@ -272,6 +273,7 @@ impl Session {
                     cursor: false,
                     exec_pins,
                     repeatable,
+                    statement_scoped_set,
                 },
             );
         }
@@ -315,6 +317,7 @@ impl Session {
             return Ok(Flow::Continue);
         }
         self.repeatable = p.repeatable;
+        self.effects.statement_scoped_set = p.statement_scoped_set;
         let exec_pins = p.exec_pins;
         let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
         let cache_rule = p

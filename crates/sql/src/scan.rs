@@ -103,6 +103,9 @@ pub struct QueryScan {
     pub into: bool,
     /// Whether a KILL is one of several statements (its id would reach the server).
     pub kill_in_batch: bool,
+    /// Whether a statement is `SET STATEMENT ... FOR`: its reply's status reflects values that
+    /// last for that statement only.
+    pub statement_scoped_set: bool,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -126,6 +129,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         locking_read: false,
         into: false,
         kill_in_batch: false,
+        statement_scoped_set: false,
     };
     let mut kills = 0u32;
     // Inside `/*! ... */` or `/*M! ... */`: MySQL and MariaDB run what is in it (mysqldump
@@ -150,7 +154,14 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 return None;
             }
             out.statements += 1;
-            let (kind, pin) = classify(words, nwords);
+            let (kind, pin) = if nwords > 1 && eq(words[0], "SET") && eq(words[1], "STATEMENT") {
+                // `SET STATEMENT var=value [, ...] FOR stmt`: the values last for that one
+                // statement; the session changes only as `stmt` changes it.
+                out.statement_scoped_set = true;
+                set_statement_inner(text)
+            } else {
+                classify(words, nwords)
+            };
             if out.statements == 1 {
                 out.kind = kind;
                 out.command = command_of(&words[..nwords], for_update);
@@ -360,6 +371,47 @@ pub fn scan(q: &[u8]) -> QueryScan {
     out
 }
 
+/// Kind and pins of `SET STATEMENT ... FOR stmt`: those of `stmt` (state weir does not follow
+/// when it cannot find it).
+fn set_statement_inner(text: &[u8]) -> (StatementKind, u32) {
+    let mut i = 0;
+    let mut depth = 0i32;
+    while i < text.len() {
+        match text[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < text.len() && text[i] != q {
+                    if text[i] == b'\\' && q != b'`' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'(' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' => {
+                depth -= 1;
+                i += 1;
+            }
+            b if is_ident_byte(b) => {
+                let start = i;
+                while i < text.len() && is_ident_byte(text[i]) {
+                    i += 1;
+                }
+                if depth == 0 && text[start..i].eq_ignore_ascii_case(b"FOR") {
+                    let inner = scan(&text[i..]);
+                    return (inner.kind, inner.pin.0);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    (StatementKind::Other, Pin::UNTRACKED)
+}
+
 /// Skips the optional server version (5 or 6 digits) after `/*!` or `/*M!`.
 fn skip_version(q: &[u8], mut i: usize) -> usize {
     let start = i;
@@ -566,6 +618,14 @@ mod tests {
         assert_eq!(scan(b"/*!40101 SELECT 1 */").kind, StatementKind::Select);
         assert!(!scan(b"/* SET NAMES latin1 */ SELECT 1").pin.any());
         assert!(!scan(b"CREATE OR REPLACE TABLE t (a int)").pin.any());
+        // SET STATEMENT ... FOR: what the inner statement does, not a session SET.
+        let s = scan(b"SET STATEMENT sql_mode='NO_BACKSLASH_ESCAPES, for x' FOR SELECT 1");
+        assert_eq!(s.kind, StatementKind::Select);
+        assert!(!s.pin.any());
+        let s = scan(b"set statement max_statement_time=(1) for call p()");
+        assert_eq!(s.kind, StatementKind::Call);
+        assert!(s.pin.any());
+        assert!(scan(b"SET STATEMENT x=1").pin.0 & Pin::UNTRACKED != 0);
         assert!(scan(b"USE db2; SELECT 1").pin.0 & Pin::UNTRACKED != 0);
         assert!(!scan(b"USE db2").pin.any());
         assert!(!scan(b"select @@version").pin.any());
