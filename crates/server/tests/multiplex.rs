@@ -905,3 +905,30 @@ fn ignore_space_from_the_handshake_survives_reuse() {
     let r = b.query("SELECT COUNT (*) FROM (SELECT 1) t");
     assert_ne!(r[0][0], 0xff, "{:?}", String::from_utf8_lossy(&r[0]));
 }
+
+/// KILL of a session that waits for a backend connection ends the wait at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_ends_a_wait_for_a_connection() {
+    let w = start_with_max(1, "connect_timeout_server_max = 8000");
+    // Connected first: a driver's connect runs statements of its own.
+    let mut a = connect(&w, Some("weirtest")).await;
+    let mut d = connect(&w, Some("weirtest")).await;
+    let mut e = connect(&w, None).await;
+    a.query_drop("BEGIN").await.unwrap();
+    a.query_drop("SELECT 1").await.unwrap();
+    let d_id = d.id();
+    let waiting = tokio::spawn(async move {
+        let t = Instant::now();
+        let r = d.query_drop("SELECT 42").await;
+        (r, t.elapsed())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    e.query_drop(format!("KILL {d_id}")).await.unwrap();
+    let (r, took) = waiting.await.unwrap();
+    assert!(r.is_err(), "the killed session ran its statement");
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "it waited {took:?}"
+    );
+    a.query_drop("ROLLBACK").await.unwrap();
+}

@@ -485,7 +485,20 @@ impl Session {
         // few attempts at most (a new connection always can).
         for _ in 0..8 {
             if self.backend.is_none() {
-                match self.shared.pool.checkout(self.hostgroup, &self.login).await {
+                // A KILL of this session ends a wait for a connection too.
+                let checkout = tokio::select! {
+                    c = self.shared.pool.checkout(self.hostgroup, &self.login) => c,
+                    _ = self.handle.kill.cancelled() => {
+                        let e = ErrInfo::new(
+                            errcode::ER_CONNECTION_KILLED,
+                            "70100",
+                            "Connection was killed",
+                        );
+                        self.client.send_err(seq, &e).await?;
+                        return Err(ClientError::Closed);
+                    }
+                };
+                match checkout {
                     Ok(c) => self.backend = Some(c),
                     Err(e) => {
                         GlobalStats::inc(&self.shared.stats.backend_errors);
