@@ -152,7 +152,7 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     let runtime = admin.control().runtime();
     let scramble = auth::new_scramble();
     Greeting {
-        server_version: runtime.mysql.server_version.clone(),
+        server_version: admin.control().server_version(),
         connection_id,
         scramble: scramble.to_vec(),
         capabilities: ADMIN_CAPS,

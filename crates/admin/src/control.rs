@@ -33,4 +33,9 @@ pub trait Control: Send + Sync + 'static {
     fn shutdown(&self);
     /// Empties the query cache (PROXYSQL FLUSH QUERY CACHE); returns the entries it held.
     fn flush_query_cache(&self) -> u64;
+    /// The version clients are told (mysql-server_version, or the backends' own when it is
+    /// empty); the admin interface tells the same.
+    fn server_version(&self) -> String {
+        self.runtime().mysql.server_version.clone()
+    }
 }

@@ -614,7 +614,7 @@ impl Admin {
             }
             return Some(match name {
                 "version_comment" => Some("weir admin (ProxySQL compatible)".into()),
-                "version" => Some(rt.mysql.server_version.clone()),
+                "version" => Some(self.control.server_version()),
                 "max_allowed_packet" => Some(rt.mysql.max_allowed_packet.to_string()),
                 "auto_increment_increment" | "autocommit" => Some("1".into()),
                 "character_set_client"
@@ -642,7 +642,7 @@ impl Admin {
             "user()" | "current_user()" | "session_user()" | "system_user()" => {
                 Some(format!("{}@{}", session.user, session.host))
             }
-            "version()" => Some(rt.mysql.server_version.clone()),
+            "version()" => Some(self.control.server_version()),
             "connection_id()" => Some(session.connection_id.to_string()),
             _ => return None,
         })

@@ -28,6 +28,10 @@ impl Control for ProxyControl {
         self.shared.runtime.load_full()
     }
 
+    fn server_version(&self) -> String {
+        weir_session::announced_version(&self.shared.runtime.load().mysql.server_version)
+    }
+
     fn apply(&self, runtime: Runtime) -> Result<(), Vec<String>> {
         // Compiled rules are kept while they are unchanged: recompiling thousands of rules
         // takes time, and their hit counters would restart.

@@ -1835,6 +1835,11 @@ fn set_statements_warnings_and_statistics() {
 #[test]
 fn admin_transactions_resets_and_unknown_commands() {
     let w = start("");
+    // mysql-server_version is empty by default: the admin tells the version clients see.
+    let o = client(&w, "SELECT 1");
+    assert!(o.ok, "{}", o.stderr);
+    let version = value(&w, "SELECT @@version");
+    assert!(version.contains("MariaDB"), "{version}");
     // BEGIN in one session holds nothing: another session's SAVE and stats reads work, and
     // a ROLLBACK undoes nothing.
     admin(

@@ -245,7 +245,7 @@ const FALLBACK_SERVER_VERSION: &str = "8.0.36";
 
 /// The version in the greeting: mysql-server_version, or when it is empty the backends' own
 /// (drivers choose collations, variable names and protocol features from it).
-fn announced_version(configured: &str) -> String {
+pub fn announced_version(configured: &str) -> String {
     if !configured.is_empty() {
         return configured.to_string();
     }

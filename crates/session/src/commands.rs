@@ -644,12 +644,9 @@ impl Session {
         }
         if target.id == self.handle.id && !query_only {
             // Killing oneself: the server answers with an error and closes.
-            let e = ErrInfo::new(
-                errcode::ER_CONNECTION_KILLED,
-                "70100",
-                "Connection was killed",
-            );
-            self.client.send_err(seq, &e).await?;
+            self.client
+                .send_err(seq, &crate::session::connection_killed())
+                .await?;
             return Ok(());
         }
         self.client.send_ok(seq, &self.ok_status()).await?;

@@ -22,6 +22,7 @@ mod state;
 mod stats;
 pub mod stmt;
 
+pub use auth::announced_version;
 pub use registry::{Registry, SessionHandle};
 pub use session::{serve, serve_tcp};
 pub use snapshot::{stats_snapshot, stats_snapshot_reset};

@@ -485,16 +485,13 @@ impl Session {
         // few attempts at most (a new connection always can).
         for _ in 0..8 {
             if self.backend.is_none() {
-                // A KILL of this session ends a wait for a connection too.
+                // A KILL of this session ends a wait for a connection too. Biased: when a
+                // connection is at hand the kill token is never polled (no waiter registered).
                 let checkout = tokio::select! {
+                    biased;
                     c = self.shared.pool.checkout(self.hostgroup, &self.login) => c,
                     _ = self.handle.kill.cancelled() => {
-                        let e = ErrInfo::new(
-                            errcode::ER_CONNECTION_KILLED,
-                            "70100",
-                            "Connection was killed",
-                        );
-                        self.client.send_err(seq, &e).await?;
+                        self.client.send_err(seq, &connection_killed()).await?;
                         return Err(ClientError::Closed);
                     }
                 };
@@ -681,6 +678,16 @@ pub(crate) fn pool_error(e: &PoolError) -> ErrInfo {
             "weir is shutting down",
         ),
     }
+}
+
+/// MariaDB's answer to a session killed by KILL (its own, or one that waited for a
+/// connection).
+pub(crate) fn connection_killed() -> ErrInfo {
+    ErrInfo::new(
+        errcode::ER_CONNECTION_KILLED,
+        "70100",
+        "Connection was killed",
+    )
 }
 
 /// The client-facing error for a backend that failed mid-statement.
