@@ -39,6 +39,9 @@
 #                             weirbp, weirrwbp: weir and weirrw with mysql-busy_poll_us =
 #                             BENCH_BUSY_POLL_US (its workers poll instead of sleeping while
 #                             clients are active: lower latency, more CPU)
+#                             weirp, weirrwp: weir and weirrw with mysql-pipeline_depth =
+#                             BENCH_PIPELINE_DEPTH (autocommit SELECTs of clients that arrive
+#                             together share one write to a backend connection)
 #                             weirb: a weir running the binary BENCH_WEIR_B (e.g. a build of
 #                             another commit), to compare two builds interleaved in one run
 #   PROXYSQL_BIN              a ProxySQL (2.x) binary: enables the targets proxysql and
@@ -52,6 +55,7 @@
 #                             fixes; these targets fail at once when PROXYSQL_BIN is unset or not
 #                             executable.
 #   BENCH_BUSY_POLL_US [200]  mysql-busy_poll_us of the targets weirbp and weirrwbp
+#   BENCH_PIPELINE_DEPTH [8]  mysql-pipeline_depth of the targets weirp and weirrwp
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the targets weir, weirrw and the
 #                             ProxySQL ones; 1 measured best here (2 cores, like haproxy's
@@ -72,6 +76,7 @@ WARMUP=${BENCH_WARMUP:-5}
 TABLE_SIZE=${BENCH_TABLE_SIZE:-100000}
 SLAP_QUERIES=${BENCH_SLAP_QUERIES:-20000}
 BUSY_POLL_US=${BENCH_BUSY_POLL_US:-200}
+PIPELINE_DEPTH=${BENCH_PIPELINE_DEPTH:-8}
 BIG_ROWS=${BENCH_BIG_ROWS:-5000000}
 read -r -a TARGETS <<<"${BENCH_TARGETS:-direct haproxy weir weirrw${PROXYSQL_BIN:+ proxysql proxysqlrw}}"
 WEIR_THREADS=${BENCH_WEIR_THREADS:-1}
@@ -127,8 +132,8 @@ unset test threads ps name protocol extra
 SCENARIOS+=("${OTHER_SCENARIOS[@]}")
 # The issue's goals: weir with the read/write split against haproxy (the primary only) and
 # against ProxySQL (evaluated when the proxysql target ran).
-GOAL[point_select_8]="weir/haproxy >= 0.8; weirrw/haproxy >= 1.1; weirrwbp/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
-GOAL[point_select_64]="weirrw/haproxy >= 1.1; weirrwbp/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
+GOAL[point_select_8]="weir/haproxy >= 0.8; weirrw/haproxy >= 1.1; weirrwbp/haproxy >= 1.1; weirrwp/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
+GOAL[point_select_64]="weirrw/haproxy >= 1.1; weirrwbp/haproxy >= 1.1; weirrwp/haproxy >= 1.1; weirrw/proxysqlrw >= 1.3"
 DESC[rules_point_select_8]="sysbench oltp_point_select, text protocol, 8 threads, ${BENCH_TIME} s per run: weir with 100 or 1000 non-matching rules (targets weirr100, weirr1000) against weir with none; run with BENCH_TARGETS=\"direct weir weirr100 weirr1000\""
 UNIT[rules_point_select_8]=qps
 GOAL[rules_point_select_8]="weirr1000/weir >= 0.9"
@@ -572,6 +577,15 @@ start_targets() {
                 die "could not set mysql-busy_poll_us on $t"
             [ "$t" = weirbp ] || load_rw_rules "$admin_port"
             ;;
+        weirp | weirrwp)
+            # weir (or weirrw) pipelining the SELECTs of clients that arrive together.
+            local admin_port
+            admin_port=$(free_port)
+            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+            admin_sql "$admin_port" -e "SET mysql-pipeline_depth = $PIPELINE_DEPTH; LOAD MYSQL VARIABLES TO RUNTIME" ||
+                die "could not set mysql-pipeline_depth on $t"
+            [ "$t" = weirp ] || load_rw_rules "$admin_port"
+            ;;
         weirc | weirc[1-9])
             local admin_port threads=${t#weirc}
             admin_port=$(free_port)
@@ -584,7 +598,7 @@ start_targets() {
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
             load_rules "$admin_port" "${t#weirr}"
             ;;
-        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirbp weirrwbp weirN weirrN weirmN weirs weirc weircN weirb)" ;;
+        *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirbp weirrwbp weirp weirrwp weirN weirrN weirmN weirs weirc weircN weirb)" ;;
         esac
     done
 }

@@ -341,6 +341,12 @@ impl BackendConn {
         payload.push(cmd);
         payload.extend_from_slice(arg);
         self.send_raw_payload(0, &payload).await?;
+        self.read_reply(expect).await
+    }
+
+    /// Reads the whole reply to a command already sent, discarding any rows. Returns the
+    /// final OK (or EOF, as an OK without counts), or the server's error.
+    pub async fn read_reply(&mut self, expect: Expect) -> Result<OkInfo, BackendError> {
         let mut tracker = ReplyTracker::new(expect);
         let mut result = Ok(OkInfo::default());
         loop {

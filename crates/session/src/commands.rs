@@ -77,6 +77,10 @@ impl Session {
         };
         self.counted = Some(scan.command);
         self.repeatable = crate::stmt::repeatable(&scan);
+        // A statement reading what the previous one left on its connection would read another
+        // client's there.
+        self.pipelinable =
+            self.repeatable && !scan.reads_previous_result && !scan.reads_last_insert_id;
         if scan.kind == StatementKind::Kill || scan.kill_in_batch {
             if let (Some((query_only, id)), false) = (scan.kill, scan.kill_in_batch) {
                 self.kill(id, query_only, seq).await?;
@@ -285,6 +289,19 @@ impl Session {
             None => cmd,
         };
         let limits = Limits::decided(d, m);
+        self.pipelinable &= m.pipeline_depth > 1
+            && d.rewritten.is_none()
+            && pins == 0
+            && self.pins == 0
+            && !self.hold_next
+            && self.keep_for == 0
+            && self.backend.is_none()
+            && self.autocommit()
+            && use_schema.is_none()
+            // A KILL QUERY for the timeout could hit the statement after it.
+            && limits.timeout_rule.is_none()
+            && self.effects.is_none()
+            && cmd.code() == weir_wire::com::QUERY;
         self.forward_with(cmd, Expect::ResultSets, pins, use_schema, &limits)
             .await
     }

@@ -26,6 +26,7 @@
 //! KILL still in flight can never hit the next statement on it.
 
 use crate::client::{ClientError, Command};
+use crate::pipeline::Piped;
 use crate::registry::Running;
 use crate::relay::{
     forward_command, relay_reply, Capture, RelayError, RelayExtras, ReplyGuard, ReplyOutcome,
@@ -228,11 +229,25 @@ impl Session {
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         let mut retries = limits.retries;
+        let depth = self.shared.runtime.load().mysql.pipeline_depth;
+        let mut piped = if std::mem::take(&mut self.pipelinable) && depth > 1 {
+            self.pipeline(cmd, seq, depth).await?
+        } else {
+            Piped::No
+        };
         loop {
-            if self.acquire(seq).await?.is_none() {
-                return Ok(None);
-            }
-            match self.exchange(cmd, expect, seq, limits).await? {
+            let step = match std::mem::replace(&mut piped, Piped::No) {
+                Piped::No => {
+                    if self.acquire(seq).await?.is_none() {
+                        return Ok(None);
+                    }
+                    self.exchange(cmd, &cmd.raw, expect, seq, limits).await?
+                }
+                Piped::Lead(wire) => self.exchange(cmd, &wire, expect, seq, limits).await?,
+                Piped::Follow => self.exchange(cmd, &[], expect, seq, limits).await?,
+                Piped::Answered => return Ok(None),
+            };
+            match step {
                 Step::Replied(o) => return Ok(Some(o)),
                 Step::Answered => return Ok(None),
                 Step::Failed(f) if f.retryable && retries > 0 => {
@@ -263,10 +278,13 @@ impl Session {
         Ok(())
     }
 
-    /// Forwards the command on the held connection and relays the reply, under the timeout.
+    /// Writes `wire` (the command, possibly with pipelined followers' after it, or nothing
+    /// when it was sent already) to the held connection and relays the command's reply, under
+    /// the timeout.
     pub(crate) async fn exchange(
         &mut self,
         cmd: &Command,
+        wire: &[u8],
         expect: Expect,
         seq: u8,
         limits: &Limits,
@@ -301,11 +319,12 @@ impl Session {
             backend_thread: conn.connection_id,
             login: &self.login,
         };
+        let on_backend = crate::pipeline::OnBackend::enter();
         let timed = relay_timed(
             &mut self.client,
             conn,
             self.timer.as_mut(),
-            &cmd.raw,
+            wire,
             expect,
             seq,
             max,
@@ -314,6 +333,7 @@ impl Session {
             self.capture.as_mut(),
         )
         .await;
+        drop(on_backend);
         self.clear_running();
         match timed {
             Timed::Done(r) => self.relayed(r, &server).await,
@@ -421,6 +441,8 @@ impl Session {
     /// The client is gone mid-statement: stop the statement on the server and drop the
     /// connection, which rolls back whatever it had open.
     fn client_gone(&mut self, e: std::io::Error) -> ClientError {
+        // The connection is killed: followers whose commands went to it run them on their own.
+        self.chain.clear();
         if let Some(b) = self.backend.take() {
             GlobalStats::inc(&self.shared.stats.server_connections_aborted);
             let running = Running {

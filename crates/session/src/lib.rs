@@ -14,6 +14,7 @@ mod commands;
 mod exec;
 mod fast_forward;
 mod pins;
+mod pipeline;
 pub mod registry;
 pub mod relay;
 mod session;

@@ -91,6 +91,11 @@ pub struct Session {
     /// The sql_mode status flags (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) of the last reply the
     /// session got from a backend, repeated in the OKs weir makes itself.
     pub(crate) mode_status: u16,
+    /// Whether the current statement may go to a backend in a batch with other clients'
+    /// (see `pipeline`); decided with the rules, used by the first attempt only.
+    pub(crate) pipelinable: bool,
+    /// The sessions whose statements follow the current one on the held connection.
+    pub(crate) chain: crate::pipeline::Chain,
 }
 
 /// A statement prepared by the client.
@@ -258,6 +263,8 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         cache_hit: false,
         repeatable: true,
         mode_status: 0,
+        pipelinable: false,
+        chain: crate::pipeline::Chain::new(),
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
@@ -354,6 +361,7 @@ impl Session {
         self.reply_end = None;
         self.cache_hit = false;
         self.repeatable = true;
+        self.pipelinable = false;
         self.cmd_started = started;
         let code = cmd.code();
         // The text is in the first frame: a command split into frames has 16 MiB there.
@@ -446,6 +454,9 @@ impl Session {
 
     /// Gives back or closes the held backend connection when the client leaves.
     async fn finish(&mut self) {
+        if self.pass_to_followers() {
+            return;
+        }
         if let Some(b) = self.backend.take() {
             // A connection with state weir does not follow, an open transaction, or a
             // characteristic set for the next transaction, never goes back to the pool:
@@ -585,6 +596,12 @@ impl Session {
     /// otherwise keep its connection for ever and starve the others.
     pub(crate) fn release(&mut self) {
         self.hold_until = None;
+        if self.pass_to_followers() {
+            // Their commands are queued on the connection: no affinity can keep it.
+            self.keep_for = 0;
+            self.keep_until = None;
+            return;
+        }
         let Some(b) = &self.backend else { return };
         let in_trans = b.conn_ref().in_transaction();
         if self.pins != 0 || in_trans || self.hold_next {
@@ -621,6 +638,9 @@ impl Session {
     /// Returns the held connection to the pool at once.
     pub(crate) fn give_back(&mut self) {
         self.hold_until = None;
+        if self.pass_to_followers() {
+            return;
+        }
         if let Some(b) = self.backend.take() {
             self.shared.pool.checkin(b, true);
         }
@@ -628,6 +648,8 @@ impl Session {
 
     /// Closes the held connection (after an error on it).
     pub(crate) async fn drop_backend(&mut self) {
+        // Followers whose commands went to it run them on their own.
+        self.chain.clear();
         if let Some(b) = self.backend.take() {
             GlobalStats::inc(&self.shared.stats.server_connections_aborted);
             b.close().await;

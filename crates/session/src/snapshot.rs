@@ -183,7 +183,7 @@ fn global_rows(
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
         .sum();
     let qc = shared.cache.stats();
-    let rows: [(&str, u64); 32] = [
+    let rows: [(&str, u64); 33] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("Active_Transactions", gauges.in_transaction),
         (
@@ -237,6 +237,7 @@ fn global_rows(
         ),
         // weir's own: ProxySQL does not count these.
         ("Query_retries", get(&st.query_retries)),
+        ("Pipelined_statements", get(&st.pipelined_statements)),
         ("Query_timeouts", get(&st.query_timeouts)),
         ("Slow_queries", get(&st.slow_queries)),
         ("Query_Cache_Memory_bytes", qc.memory_bytes),

@@ -89,6 +89,8 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         cache_hit: false,
         repeatable: true,
         mode_status: 0,
+        pipelinable: false,
+        chain: crate::pipeline::Chain::new(),
     };
     (s, reg)
 }

@@ -47,6 +47,19 @@ pub(crate) struct Held {
     pub(crate) text_prepared: Vec<String>,
 }
 
+impl Effects {
+    /// Whether the statement changes nothing weir follows.
+    pub(crate) fn is_none(&self) -> bool {
+        self.set.is_none()
+            && !self.unlock_tables
+            && self.text_prepare.is_none()
+            && self.locks.is_empty()
+            && !self.hold_next
+            && !self.reads_last_insert_id
+            && !self.statement_scoped_set
+    }
+}
+
 impl Held {
     fn apply_locks(&mut self, calls: &[LockCall], succeeded: bool) {
         for call in calls {

@@ -47,6 +47,8 @@ pub struct GlobalStats {
     pub query_retries: AtomicU64,
     /// Statements stopped by their timeout (rule or mysql-default_query_timeout).
     pub query_timeouts: AtomicU64,
+    /// Statements sent to a backend connection behind another client's (mysql-pipeline_depth).
+    pub pipelined_statements: AtomicU64,
 }
 
 impl Default for GlobalStats {
@@ -71,6 +73,7 @@ impl Default for GlobalStats {
             killed_backend_connections: AtomicU64::new(0),
             query_retries: AtomicU64::new(0),
             query_timeouts: AtomicU64::new(0),
+            pipelined_statements: AtomicU64::new(0),
         }
     }
 }

@@ -482,7 +482,7 @@ impl Session {
                 }
             }
             match self
-                .exchange(&exec, Expect::ResultSets, seq, &limits)
+                .exchange(&exec, &exec.raw, Expect::ResultSets, seq, &limits)
                 .await?
             {
                 Step::Replied(o) => return Ok(Some(o)),
@@ -592,7 +592,10 @@ impl Session {
         };
         let fetch = Command::from_payload(&with_server_id(&cmd.payload(), sid));
         let limits = Limits::defaults(&self.shared.runtime.load().mysql);
-        match self.exchange(&fetch, Expect::Fetch, seq, &limits).await? {
+        match self
+            .exchange(&fetch, &fetch.raw, Expect::Fetch, seq, &limits)
+            .await?
+        {
             Step::Replied(_) | Step::Answered => {}
             Step::Failed(f) => self.report_failure(f).await?,
         }
@@ -621,7 +624,10 @@ impl Session {
             if let Some(sid) = sid {
                 let reset = Command::from_payload(&with_server_id(&cmd.payload(), sid));
                 let limits = Limits::defaults(&self.shared.runtime.load().mysql);
-                match self.exchange(&reset, Expect::Status, seq, &limits).await? {
+                match self
+                    .exchange(&reset, &reset.raw, Expect::Status, seq, &limits)
+                    .await?
+                {
                     Step::Replied(o) => self.after_reply(&o, 0, None),
                     Step::Answered => {}
                     Step::Failed(f) => self.report_failure(f).await?,

@@ -124,6 +124,9 @@ pub struct MysqlVariables {
     pub shutdown_grace_period: Duration,
     /// `mysql-busy_poll_us` (weir): how long a worker keeps polling after a client command.
     pub busy_poll: Duration,
+    /// `mysql-pipeline_depth` (weir): most statements of different clients sent to one
+    /// backend connection together (1 = no pipelining).
+    pub pipeline_depth: u32,
     /// `mysql-query_digests`.
     pub query_digests: bool,
     /// `mysql-query_digests_lowercase`.
@@ -263,6 +266,7 @@ impl MysqlVariables {
             verbose_query_error: r.bool("verbose_query_error"),
             shutdown_grace_period: r.ms("shutdown_grace_period"),
             busy_poll: Duration::from_micros(u64::from(r.u32("busy_poll_us"))),
+            pipeline_depth: r.u32("pipeline_depth"),
             query_digests: r.bool("query_digests"),
             query_digests_lowercase: r.bool("query_digests_lowercase"),
             query_digests_max_digest_length: r.u32("query_digests_max_digest_length"),

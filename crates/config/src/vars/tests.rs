@@ -65,6 +65,7 @@ fn compat_variables_are_present_with_their_defaults() {
         ("server_version", ""),
         ("shutdown_grace_period", "10000"),
         ("busy_poll_us", "0"),
+        ("pipeline_depth", "1"),
     ] {
         assert_eq!(m.get(name), Some(default), "mysql-{name}");
     }
