@@ -40,8 +40,8 @@
 #                             BENCH_BUSY_POLL_US (its workers poll instead of sleeping while
 #                             clients are active: lower latency, more CPU)
 #                             weirp, weirrwp: weir and weirrw with mysql-pipeline_depth =
-#                             BENCH_PIPELINE_DEPTH (autocommit SELECTs of clients that arrive
-#                             together share one write to a backend connection)
+#                             BENCH_PIPELINE_DEPTH (autocommit SELECTs of clients in the same
+#                             state go to backend connections busy with another's)
 #                             weirb: a weir running the binary BENCH_WEIR_B (e.g. a build of
 #                             another commit), to compare two builds interleaved in one run
 #   PROXYSQL_BIN              a ProxySQL (2.x) binary: enables the targets proxysql and
@@ -578,7 +578,7 @@ start_targets() {
             [ "$t" = weirbp ] || load_rw_rules "$admin_port"
             ;;
         weirp | weirrwp)
-            # weir (or weirrw) pipelining the SELECTs of clients that arrive together.
+            # weir (or weirrw) pipelining the SELECTs of clients in the same state.
             local admin_port
             admin_port=$(free_port)
             start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"

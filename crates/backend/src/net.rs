@@ -55,6 +55,16 @@ impl Stream {
 }
 
 impl Stream {
+    /// A second handle on the socket, for writing from elsewhere while this one is read: it
+    /// shares the socket's non-blocking mode, so a write that cannot go at once fails with
+    /// `WouldBlock` instead of waiting.
+    pub fn writer(&self) -> io::Result<socket2::Socket> {
+        match self {
+            Stream::Tcp(s) => socket2::SockRef::from(s).try_clone(),
+            Stream::Unix(s) => socket2::SockRef::from(s).try_clone(),
+        }
+    }
+
     /// Reads what is already available without waiting: `Err(WouldBlock)` when nothing is.
     pub fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {

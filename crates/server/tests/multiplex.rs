@@ -1045,3 +1045,36 @@ async fn pipelined_statements_survive_clients_that_leave() {
         assert_eq!(got.as_deref(), Some(format!("after.{i}").as_str()));
     }
 }
+
+/// mysql-pipeline_depth: statements do not queue behind a slow one. A pipe whose oldest
+/// statement has been running for a millisecond takes no more statements, so quick SELECTs
+/// arriving while a slow SELECT runs go to connections of their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_statements_do_not_wait_behind_a_slow_one() {
+    // One worker: pipes are per worker thread.
+    let w = start("pipeline_depth = 8\nthreads = 1");
+    let mut slow_a = connect(&w, Some("weirtest")).await;
+    let mut slow_b = connect(&w, Some("weirtest")).await;
+    let mut quick = connect(&w, Some("weirtest")).await;
+    // Two slow statements at once: the second finds the first on a backend and opens a pipe.
+    let a = tokio::spawn(async move {
+        slow_a.query_drop("SELECT SLEEP(2)").await.unwrap();
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let b = tokio::spawn(async move {
+        slow_b.query_drop("SELECT SLEEP(2)").await.unwrap();
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    for i in 0..20 {
+        let started = Instant::now();
+        let got: Option<u32> = quick.query_first(format!("SELECT {i}")).await.unwrap();
+        assert_eq!(got, Some(i));
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_millis(500),
+            "SELECT {i} took {took:?}: it waited behind a slow statement"
+        );
+    }
+    a.await.unwrap();
+    b.await.unwrap();
+}

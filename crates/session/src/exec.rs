@@ -243,8 +243,7 @@ impl Session {
                     }
                     self.exchange(cmd, &cmd.raw, expect, seq, limits).await?
                 }
-                Piped::Lead(wire) => self.exchange(cmd, &wire, expect, seq, limits).await?,
-                Piped::Follow => self.exchange(cmd, &[], expect, seq, limits).await?,
+                Piped::Sent => self.exchange(cmd, &[], expect, seq, limits).await?,
                 Piped::Answered => return Ok(None),
             };
             match step {
@@ -442,7 +441,7 @@ impl Session {
     /// connection, which rolls back whatever it had open.
     fn client_gone(&mut self, e: std::io::Error) -> ClientError {
         // The connection is killed: followers whose commands went to it run them on their own.
-        self.chain.clear();
+        self.pipe = None;
         if let Some(b) = self.backend.take() {
             GlobalStats::inc(&self.shared.stats.server_connections_aborted);
             let running = Running {

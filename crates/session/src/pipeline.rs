@@ -1,84 +1,90 @@
-//! Pipelining (`mysql-pipeline_depth` > 1): autocommit plain SELECTs of different clients that
-//! arrive together, in the same session state, go to one backend connection in one write, and
+//! Pipelining (`mysql-pipeline_depth` > 1): autocommit plain SELECTs of different clients in
+//! the same session state go to a backend connection that is already busy with another's, and
 //! their replies are relayed in turn.
 //!
 //! Why: on a loaded proxy each statement costs weir a write and a read on the backend side and
-//! wakes a server thread up. A batch of statements costs one write, and the server thread that
-//! wakes up for it finds the other commands in its buffer and answers them back to back.
+//! wakes a server thread up. On a pipelined connection the server thread finds the next
+//! command in its buffer when it finishes one, and weir reads several replies at once.
 //!
-//! How: a session about to take a connection while other statements of its worker are on
-//! backends opens a batch and yields once, so that the sessions whose commands the worker read
-//! in the same turn of its event loop can join. A session joins when its statement is eligible
-//! and its hostgroup, backend login and session state (schema, variables) are the opener's.
-//! The opener then takes a connection as usual, brings it to that state, writes its command
-//! and the followers' in one write and relays its own reply. The connection then passes from
-//! session to session in the order of the commands (ownership moves through a oneshot channel,
-//! so exactly one session reads it at a time), each relaying its own reply with the usual
-//! relay; the last one gives it back to the pool.
+//! How: a session whose statement is eligible, while other statements of its worker are on
+//! backends, takes a connection as usual, brings it to its state, writes its command and
+//! opens a *pipe* on it: until the pipe closes, the eligible statements of sessions in the
+//! same state (hostgroup, backend login, schema, variables) are written behind it, up to
+//! `pipeline_depth` statements in flight. The connection then passes from session to session
+//! in the order of the commands (ownership moves through a oneshot channel, so exactly one
+//! session reads it at a time), each relaying its own reply with the usual relay; the last one
+//! closes the pipe and gives the connection back to the pool. Sessions joining write through a
+//! second handle on the socket (a dup of its descriptor, non-blocking): all of a worker's
+//! sessions run on its thread, so writes never interleave, and one that cannot go at once
+//! whole means the session runs its statement as usual instead.
 //!
-//! Failures: only statements that change nothing are pipelined, so a follower whose turn never
-//! comes (the connection failed, a session before it went away) runs its statement again on
-//! its own. The reply of a follower that went away before its turn is read and dropped, so
-//! that the next follower finds its own.
+//! Failures: only statements that change nothing are pipelined, so a follower whose turn
+//! never comes (the connection failed, a session before it went away mid-reply) runs its
+//! statement again on its own. The reply of a follower that went away before its turn is read
+//! and dropped, so that the next one finds its own.
 
 use crate::client::{ClientError, Command};
 use crate::session::Session;
 use crate::Shared;
-use bytes::BytesMut;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::io::Write;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use weir_pool::{LoginTemplate, PooledConn};
 use weir_wire::reply::Expect;
 
-/// A session whose command was sent after the holder's, waiting for the connection.
-pub(crate) struct Follower {
-    turn: oneshot::Sender<Turn>,
-}
+/// Commands larger than this are never pipelined: a write that does not go whole at once
+/// would leave the connection out of step.
+const MAX_PIPELINED_COMMAND: usize = 16 * 1024;
 
-/// The sessions whose replies follow on the held connection, in order.
-pub(crate) type Chain = VecDeque<Follower>;
-
-/// What a follower gets when its turn comes: the connection, its reply next on it, and the
-/// followers after it.
-struct Turn(PooledConn, Chain);
+/// A pipe whose oldest statement has been running longer than this takes no one else: a slow
+/// statement delays only those that joined before it turned out slow.
+const SLOW_HEAD: Duration = Duration::from_millis(1);
 
 /// How a statement goes to its backend.
 pub(crate) enum Piped {
-    /// Not pipelined: the session takes a connection as usual.
+    /// Not pipelined: the session runs it as usual (it may already hold a connection).
     No,
-    /// The session opened a batch and holds the connection: these bytes (its command, then
-    /// the followers') are to be written to it.
-    Lead(BytesMut),
-    /// The session joined a batch: it holds the connection, its command already sent.
-    Follow,
+    /// The session holds the connection and its command was sent.
+    Sent,
     /// The client got an ERR (no connection could be had).
     Answered,
 }
 
-/// A batch open for followers while its opener yields.
-struct OpenBatch {
+/// A connection taking statements behind the one being relayed.
+struct Pipe {
     id: u64,
-    max_followers: usize,
+    /// A second handle on the connection's socket, for sessions that join.
+    writer: socket2::Socket,
+    /// Statements sent and not relayed yet, the one being relayed included.
+    in_flight: usize,
+    max_in_flight: usize,
+    /// A write went out in part: the connection is out of step and closes when its holder is
+    /// done.
+    broken: bool,
+    /// Since when the statement whose reply comes next has been the oldest in flight.
+    head_since: Instant,
+    server: Arc<weir_pool::ServerState>,
     hostgroup: u32,
     login: Arc<LoginTemplate>,
     schema: Option<String>,
     vars: weir_sql::SessionVars,
-    commands: BytesMut,
-    followers: Chain,
+    /// The sessions whose replies come next, in order.
+    followers: VecDeque<oneshot::Sender<PooledConn>>,
 }
 
 thread_local! {
-    /// Batches open on this worker (a session's future never leaves its worker's thread).
-    static OPEN: RefCell<Vec<OpenBatch>> = const { RefCell::new(Vec::new()) };
-    static NEXT_BATCH: Cell<u64> = const { Cell::new(0) };
+    /// Pipes of this worker (a session's future never leaves its worker's thread).
+    static PIPES: RefCell<Vec<Pipe>> = const { RefCell::new(Vec::new()) };
+    static NEXT_PIPE: Cell<u64> = const { Cell::new(0) };
     /// Statements of this worker's sessions on backends right now.
     static ON_BACKENDS: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Counts a statement on a backend for as long as it lives: only then can another statement
-/// be expected in the same turn of the event loop, so only then is a batch worth a yield.
+/// Counts a statement on a backend for as long as it lives: a pipe is only worth opening
+/// while other statements run.
 pub(crate) struct OnBackend(());
 
 impl OnBackend {
@@ -94,40 +100,96 @@ impl Drop for OnBackend {
     }
 }
 
-impl OpenBatch {
+/// The holder's end of a pipe: passed on with the connection, or, dropped (the connection
+/// failed or was closed), the pipe closes and its followers run their statements on their own.
+pub(crate) struct PipeGuard {
+    id: u64,
+}
+
+impl PipeGuard {
+    fn into_id(self) -> u64 {
+        let id = self.id;
+        std::mem::forget(self);
+        id
+    }
+}
+
+impl Drop for PipeGuard {
+    fn drop(&mut self) {
+        drop(remove_pipe(self.id));
+    }
+}
+
+fn remove_pipe(id: u64) -> Option<Pipe> {
+    PIPES.with(|pipes| {
+        let mut pipes = pipes.borrow_mut();
+        let i = pipes.iter().position(|p| p.id == id)?;
+        Some(pipes.swap_remove(i))
+    })
+}
+
+impl Pipe {
     fn takes(&self, s: &Session) -> bool {
-        self.followers.len() < self.max_followers
+        !self.broken
+            && self.in_flight < self.max_in_flight
             && self.hostgroup == s.hostgroup
             && (Arc::ptr_eq(&self.login, &s.login) || self.login.key == s.login.key)
             && self.schema == s.schema
             && self.vars == s.vars
+            // A server set OFFLINE_SOFT (or worse) takes no new statements.
+            && !self.server.draining()
+            && self.head_since.elapsed() < SLOW_HEAD
+    }
+}
+
+/// Writes `bytes` whole through `writer` without waiting; false when nothing went out.
+/// `Err(())`: part of it went out (or the socket failed), the connection is out of step.
+fn write_whole(writer: &socket2::Socket, bytes: &[u8]) -> Result<bool, ()> {
+    let mut w = writer;
+    match w.write(bytes) {
+        Ok(n) if n == bytes.len() => Ok(true),
+        Ok(0) => Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+        _ => Err(()),
     }
 }
 
 impl Session {
-    /// Sends the statement in `cmd` through a batch when it can: joins one open on this
-    /// worker, or opens one while other statements are on backends. `depth` is
-    /// mysql-pipeline_depth; the caller checked that the statement is eligible.
+    /// Sends the statement in `cmd` through a pipe when it can: joins one of this worker's, or
+    /// opens one on a connection of its own while other statements are on backends. `depth`
+    /// is mysql-pipeline_depth; the caller checked that the statement is eligible.
     pub(crate) async fn pipeline(
         &mut self,
         cmd: &Command,
         seq: u8,
         depth: u32,
     ) -> Result<Piped, ClientError> {
-        let joined = OPEN.with(|open| {
-            let mut open = open.borrow_mut();
-            let batch = open.iter_mut().find(|b| b.takes(self))?;
+        if cmd.raw.len() > MAX_PIPELINED_COMMAND {
+            return Ok(Piped::No);
+        }
+        let joined = PIPES.with(|pipes| {
+            let mut pipes = pipes.borrow_mut();
+            let pipe = pipes.iter_mut().find(|p| p.takes(self))?;
+            match write_whole(&pipe.writer, &cmd.raw) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(()) => {
+                    pipe.broken = true;
+                    return None;
+                }
+            }
+            pipe.in_flight += 1;
             let (tx, rx) = oneshot::channel();
-            batch.commands.extend_from_slice(&cmd.raw);
-            batch.followers.push_back(Follower { turn: tx });
-            Some(rx)
+            pipe.followers.push_back(tx);
+            Some((pipe.id, rx))
         });
-        if let Some(rx) = joined {
+        if let Some((id, rx)) = joined {
+            crate::GlobalStats::inc(&self.shared.stats.pipelined_statements);
             return Ok(match rx.await {
-                Ok(Turn(conn, rest)) => {
+                Ok(conn) => {
                     self.backend = Some(conn);
-                    self.chain = rest;
-                    Piped::Follow
+                    self.pipe = Some(PipeGuard { id });
+                    Piped::Sent
                 }
                 // Its command may have run on a connection that failed: it changes nothing,
                 // so it runs again.
@@ -137,88 +199,125 @@ impl Session {
         if ON_BACKENDS.with(Cell::get) == 0 {
             return Ok(Piped::No);
         }
-        let id = NEXT_BATCH.with(|n| {
+        if self.acquire(seq).await?.is_none() {
+            return Ok(Piped::Answered);
+        }
+        let Some((writer, server)) = self.backend.as_ref().and_then(|b| {
+            let w = b.conn_ref().stream.writer().ok()?;
+            Some((w, b.server().clone()))
+        }) else {
+            return Ok(Piped::No);
+        };
+        // Its own command goes first, through the same handle, before anyone can join.
+        match write_whole(&writer, &cmd.raw) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Piped::No),
+            Err(()) => {
+                self.drop_backend().await;
+                return Ok(Piped::No);
+            }
+        }
+        let id = NEXT_PIPE.with(|n| {
             n.set(n.get().wrapping_add(1));
             n.get()
         });
-        OPEN.with(|open| {
-            open.borrow_mut().push(OpenBatch {
+        PIPES.with(|pipes| {
+            pipes.borrow_mut().push(Pipe {
                 id,
-                max_followers: depth.saturating_sub(1) as usize,
+                writer,
+                in_flight: 1,
+                max_in_flight: depth as usize,
+                broken: false,
+                head_since: Instant::now(),
+                server,
                 hostgroup: self.hostgroup,
                 login: self.login.clone(),
                 schema: self.schema.clone(),
                 vars: self.vars.clone(),
-                commands: BytesMut::new(),
-                followers: Chain::new(),
+                followers: VecDeque::new(),
             })
         });
-        // Sessions whose commands were read in this turn of the event loop run before this
-        // one resumes.
-        tokio::task::yield_now().await;
-        let batch = OPEN.with(|open| {
-            let mut open = open.borrow_mut();
-            let i = open.iter().position(|b| b.id == id)?;
-            Some(open.swap_remove(i))
-        });
-        let Some(batch) = batch.filter(|b| !b.followers.is_empty()) else {
-            return Ok(Piped::No);
-        };
-        // Should no connection be had, dropping the followers makes them run on their own.
-        if self.acquire(seq).await?.is_none() {
-            return Ok(Piped::Answered);
-        }
-        let mut wire = BytesMut::with_capacity(cmd.raw.len() + batch.commands.len());
-        wire.extend_from_slice(&cmd.raw);
-        wire.extend_from_slice(&batch.commands);
-        self.chain = batch.followers;
-        crate::GlobalStats::add(
-            &self.shared.stats.pipelined_statements,
-            self.chain.len() as u64,
-        );
-        Ok(Piped::Lead(wire))
+        self.pipe = Some(PipeGuard { id });
+        Ok(Piped::Sent)
     }
 
-    /// Hands the held connection to the next follower, when the session has any; whether it
-    /// did. A session still tied to the connection (which an eligible statement cannot make
-    /// it) would have the followers' replies arrive for its own next statement: the
-    /// connection is closed instead, and the followers run on their own.
+    /// Hands the held connection on when the session's statement went through a pipe;
+    /// whether it did. A session still tied to the connection (which an eligible statement
+    /// cannot make it) would have the followers' replies arrive for its own next statement:
+    /// the connection is closed instead, and the followers run on their own.
     pub(crate) fn pass_to_followers(&mut self) -> bool {
-        if self.chain.is_empty() {
+        let Some(guard) = self.pipe.take() else {
             return false;
+        };
+        let Some(b) = self.backend.take() else {
+            return true;
+        };
+        if self.pins != 0 || self.hold_next || b.conn_ref().in_transaction() {
+            tracing::warn!(
+                session = self.handle.id,
+                "a pipelined statement left state on its connection: closing it"
+            );
+            drop(guard);
+            drop(b);
+            return true;
         }
-        let chain = std::mem::take(&mut self.chain);
-        if let Some(b) = self.backend.take() {
-            if self.pins != 0 || self.hold_next || b.conn_ref().in_transaction() {
-                tracing::warn!(
-                    session = self.handle.id,
-                    "a pipelined statement left state on its connection: closing it"
-                );
-                drop(chain);
-                drop(b);
-                return true;
-            }
-            pass_on(&self.shared, b, chain);
-        }
+        pass_on(&self.shared, b, guard);
         true
     }
 }
 
-/// Gives the connection to the first follower still there, else back to the pool.
-pub(crate) fn pass_on(shared: &Arc<Shared>, conn: PooledConn, mut chain: Chain) {
-    let Some(next) = chain.pop_front() else {
-        shared.pool.checkin(conn, true);
-        return;
-    };
-    if let Err(Turn(mut conn, rest)) = next.turn.send(Turn(conn, chain)) {
-        // That session is gone: its reply comes next on the connection.
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            match conn.conn().read_reply(Expect::ResultSets).await {
-                Ok(_) | Err(weir_backend::BackendError::Server(_)) => pass_on(&shared, conn, rest),
-                // The followers after it run on their own.
-                Err(_) => conn.close().await,
+/// What comes after a reply relayed on a pipe.
+enum Next {
+    Follower(oneshot::Sender<PooledConn>),
+    /// Nothing more in flight: the pipe is closed and the connection clean.
+    Done,
+    /// The pipe is gone or out of step: the connection is closed.
+    Close,
+}
+
+/// Gives the connection to the next follower still there, else back to the pool.
+fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
+    let id = guard.into_id();
+    let (next, closed) = PIPES.with(|pipes| {
+        let mut pipes = pipes.borrow_mut();
+        let Some(i) = pipes.iter().position(|p| p.id == id) else {
+            return (Next::Close, None);
+        };
+        let pipe = &mut pipes[i];
+        pipe.in_flight = pipe.in_flight.saturating_sub(1);
+        if pipe.broken {
+            return (Next::Close, Some(pipes.swap_remove(i)));
+        }
+        match pipe.followers.pop_front() {
+            Some(f) => {
+                pipe.head_since = Instant::now();
+                (Next::Follower(f), None)
             }
-        });
+            None => (Next::Done, Some(pipes.swap_remove(i))),
+        }
+    });
+    // Dropped outside the borrow: dropping followers wakes them.
+    drop(closed);
+    match next {
+        Next::Follower(turn) => {
+            if let Err(mut conn) = turn.send(conn) {
+                // That session is gone: its reply comes next on the connection.
+                let shared = shared.clone();
+                let guard = PipeGuard { id };
+                tokio::spawn(async move {
+                    match conn.conn().read_reply(Expect::ResultSets).await {
+                        Ok(_) | Err(weir_backend::BackendError::Server(_)) => {
+                            pass_on(&shared, conn, guard)
+                        }
+                        Err(_) => {
+                            drop(guard);
+                            conn.close().await;
+                        }
+                    }
+                });
+            }
+        }
+        Next::Done => shared.pool.checkin(conn, true),
+        Next::Close => drop(conn),
     }
 }

@@ -94,8 +94,9 @@ pub struct Session {
     /// Whether the current statement may go to a backend in a batch with other clients'
     /// (see `pipeline`); decided with the rules, used by the first attempt only.
     pub(crate) pipelinable: bool,
-    /// The sessions whose statements follow the current one on the held connection.
-    pub(crate) chain: crate::pipeline::Chain,
+    /// When the current statement went through a pipe: the held connection is to be passed
+    /// on to the statements behind it.
+    pub(crate) pipe: Option<crate::pipeline::PipeGuard>,
 }
 
 /// A statement prepared by the client.
@@ -264,7 +265,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         repeatable: true,
         mode_status: 0,
         pipelinable: false,
-        chain: crate::pipeline::Chain::new(),
+        pipe: None,
     };
     session.publish_idle(Instant::now());
     let ok = weir_wire::msg::OkInfo {
@@ -649,7 +650,7 @@ impl Session {
     /// Closes the held connection (after an error on it).
     pub(crate) async fn drop_backend(&mut self) {
         // Followers whose commands went to it run them on their own.
-        self.chain.clear();
+        self.pipe = None;
         if let Some(b) = self.backend.take() {
             GlobalStats::inc(&self.shared.stats.server_connections_aborted);
             b.close().await;

@@ -90,7 +90,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         repeatable: true,
         mode_status: 0,
         pipelinable: false,
-        chain: crate::pipeline::Chain::new(),
+        pipe: None,
     };
     (s, reg)
 }

@@ -124,8 +124,8 @@ pub struct MysqlVariables {
     pub shutdown_grace_period: Duration,
     /// `mysql-busy_poll_us` (weir): how long a worker keeps polling after a client command.
     pub busy_poll: Duration,
-    /// `mysql-pipeline_depth` (weir): most statements of different clients sent to one
-    /// backend connection together (1 = no pipelining).
+    /// `mysql-pipeline_depth` (weir): most statements in flight on one backend connection
+    /// (1 = no pipelining).
     pub pipeline_depth: u32,
     /// `mysql-query_digests`.
     pub query_digests: bool,

@@ -22,7 +22,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     // --- listeners and threads
     VarSpec::int("threads", "4", 1, 256, "Worker threads serving client traffic.").restart(),
     VarSpec::int("busy_poll_us", "0", 0, 100_000, "weir: after a client command, a worker polls its sockets without sleeping for this many microseconds (lower latency, more CPU); 0 = off."),
-    VarSpec::int("pipeline_depth", "1", 1, 64, "weir: most autocommit plain SELECTs of different clients (same hostgroup, user and session state, arriving together) written to one backend connection at once, their replies relayed in turn; 1 = off."),
+    VarSpec::int("pipeline_depth", "1", 1, 64, "weir: most statements in flight on one backend connection: autocommit plain SELECTs of clients in the same state (hostgroup, user, schema, variables) go to a connection still busy with another's, their replies relayed in turn; 1 = off."),
     VarSpec::new(
         "interfaces",
         VarKind::Interfaces,
