@@ -55,7 +55,7 @@
 #                             fixes; these targets fail at once when PROXYSQL_BIN is unset or not
 #                             executable.
 #   BENCH_BUSY_POLL_US [200]  mysql-busy_poll_us of the targets weirbp and weirrwbp
-#   BENCH_PIPELINE_DEPTH [8]  mysql-pipeline_depth of the targets weirp and weirrwp
+#   BENCH_PIPELINE_DEPTH [16] mysql-pipeline_depth of the targets weirp and weirrwp
 #   BENCH_IDLE_CLIENTS [10000] client connections of the idle_10000 scenario
 #   BENCH_WEIR_THREADS [1]    mysql_variables.threads of the targets weir, weirrw and the
 #                             ProxySQL ones; 1 measured best here (2 cores, like haproxy's
@@ -76,7 +76,7 @@ WARMUP=${BENCH_WARMUP:-5}
 TABLE_SIZE=${BENCH_TABLE_SIZE:-100000}
 SLAP_QUERIES=${BENCH_SLAP_QUERIES:-20000}
 BUSY_POLL_US=${BENCH_BUSY_POLL_US:-200}
-PIPELINE_DEPTH=${BENCH_PIPELINE_DEPTH:-8}
+PIPELINE_DEPTH=${BENCH_PIPELINE_DEPTH:-16}
 BIG_ROWS=${BENCH_BIG_ROWS:-5000000}
 read -r -a TARGETS <<<"${BENCH_TARGETS:-direct haproxy weir weirrw${PROXYSQL_BIN:+ proxysql proxysqlrw}}"
 WEIR_THREADS=${BENCH_WEIR_THREADS:-1}

@@ -290,6 +290,9 @@ impl Session {
         };
         let limits = Limits::decided(d, m);
         self.pipelinable &= m.pipeline_depth > 1
+            // Sessions meant to keep their connection (an affinity) keep it.
+            && m.multiplexing
+            && m.connection_delay_multiplex.is_zero()
             && d.rewritten.is_none()
             && pins == 0
             && self.pins == 0
