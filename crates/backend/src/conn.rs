@@ -183,6 +183,47 @@ impl BackendConn {
         }
     }
 
+    /// Reads the greeting of the server at `endpoint` and hangs up without logging in: the
+    /// version it announces, also noted for [`crate::backend_server_version`].
+    pub async fn probe_version(
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<String, BackendError> {
+        let probe = async {
+            let mut stream = match endpoint {
+                Endpoint::Tcp { host, port } => {
+                    Stream::Tcp(TcpStream::connect((host.as_str(), *port)).await?)
+                }
+                Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p).await?),
+            };
+            let mut buf = BytesMut::with_capacity(256);
+            loop {
+                if let Some(h) = PacketHeader::parse(&buf) {
+                    if buf.len() >= 4 + h.len {
+                        break;
+                    }
+                }
+                if stream.read_buf(&mut buf).await? == 0 {
+                    return Err(BackendError::Io(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "server closed the connection before its greeting",
+                    )));
+                }
+            }
+            let body = &buf[4..];
+            if body.first() == Some(&0xff) {
+                return Err(BackendError::Server(ErrInfo::parse(body)?));
+            }
+            let g = Greeting::parse(body)?;
+            crate::note_server_version(&g.server_version);
+            Ok(g.server_version)
+        };
+        match tokio::time::timeout(timeout, probe).await {
+            Ok(r) => r,
+            Err(_) => Err(BackendError::Timeout(timeout)),
+        }
+    }
+
     async fn connect_inner(params: &ConnectParams) -> Result<BackendConn, BackendError> {
         let mut local_addr = None;
         let stream = match &params.endpoint {

@@ -147,6 +147,11 @@ pub fn run(opts: Options) -> Result<(), StartError> {
             signal(SignalKind::interrupt()),
         )
     };
+    if runtime.mysql.server_version.is_empty() {
+        // Clients are greeted with the backends' own version: learn it before the first one
+        // arrives rather than from the first backend connection.
+        signals.block_on(learn_backend_version(&pool));
+    }
     let admin_listeners = listen::bind_all(&runtime.admin.mysql_ifaces)?;
     let listeners = listen::bind_all(&runtime.mysql.interfaces)?;
     let tracker = TaskTracker::new();
@@ -257,6 +262,27 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     }
     tracing::info!("weir stopped");
     Ok(())
+}
+
+/// Reads the greeting of the first servers until one answers (a few, briefly: a start with
+/// every backend down must not wait long); the version then stays unknown until a backend
+/// connection succeeds.
+async fn learn_backend_version(pool: &Pool) {
+    let timeout = std::time::Duration::from_millis(500);
+    let servers = pool.servers();
+    let online = servers.iter().filter(|s| !s.draining());
+    let others = servers.iter().filter(|s| s.draining());
+    for s in online.chain(others).take(3) {
+        match weir_backend::BackendConn::probe_version(s.endpoint(), timeout).await {
+            Ok(v) => {
+                tracing::info!(server = %s.endpoint(), version = %v, "backend version learned");
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(server = %s.endpoint(), error = %e, "no greeting from the server")
+            }
+        }
+    }
 }
 
 fn worker(

@@ -453,6 +453,9 @@ fn compression_asked_but_not_offered_is_refused() {
 #[test]
 fn the_greeting_announces_the_backends_version() {
     let w = common::start_weir("");
+    // weir reads a backend's greeting at start: the very first client sees its version.
+    let v = RawClient::connect_only(w.port).greeting.server_version;
+    assert!(v.contains("MariaDB"), "{v}");
     // Once a backend connection exists, the version is the server's own.
     let (mut c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
     assert_eq!(p[0], 0);
