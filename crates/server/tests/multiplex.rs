@@ -837,19 +837,7 @@ async fn a_write_cut_off_by_a_lost_connection_is_not_run_twice() {
             .await;
         (r, c)
     });
-    let mut id = String::new();
-    for _ in 0..100 {
-        id = db
-            .query_value("SELECT COALESCE(MAX(ID), '') FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO retry_log%'")
-            .unwrap();
-        if !id.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(!id.is_empty(), "the INSERT never showed on the primary");
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    db.exec(&format!("KILL {id}")).unwrap();
+    kill_on_primary_when_running("INSERT INTO retry_log%", 500).await;
     let (r, mut c) = q.await.unwrap();
     let e = r.unwrap_err().to_string();
     assert!(e.contains("1158"), "{e}");
@@ -861,6 +849,51 @@ async fn a_write_cut_off_by_a_lost_connection_is_not_run_twice() {
     // A SELECT cut off the same way runs again on another connection.
     let v: Option<i64> = c.query_first("SELECT 7").await.unwrap();
     assert_eq!(v, Some(7));
+}
+
+/// Kills, directly on the primary, the connection running the statement whose text is LIKE
+/// `pattern`, `after_ms` after it shows in the processlist.
+async fn kill_on_primary_when_running(pattern: &str, after_ms: u64) {
+    let db = &topo().primary;
+    let mut id = String::new();
+    for _ in 0..100 {
+        id = db
+            .query_value(&format!(
+                "SELECT COALESCE(MAX(ID), '') FROM information_schema.PROCESSLIST WHERE INFO LIKE '{pattern}'"
+            ))
+            .unwrap();
+        if !id.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!id.is_empty(), "{pattern} never showed on the primary");
+    tokio::time::sleep(std::time::Duration::from_millis(after_ms)).await;
+    db.exec(&format!("KILL {id}")).unwrap();
+}
+
+/// A SELECT that advances a sequence changes something: cut off by a lost connection, it is
+/// not run again (the sequence would skip a value the client never saw).
+#[tokio::test]
+async fn a_select_advancing_a_sequence_is_not_run_twice() {
+    let w = start_with_max(4, "");
+    topo()
+        .primary
+        .exec("CREATE OR REPLACE SEQUENCE weirtest.retry_seq")
+        .unwrap();
+    let mut c = connect(&w, Some("weirtest")).await;
+    let q = tokio::spawn(async move {
+        c.query_drop("SELECT NEXTVAL(retry_seq), SLEEP(2) /* seq_retry_test */")
+            .await
+    });
+    kill_on_primary_when_running("SELECT NEXTVAL(retry_seq)%", 200).await;
+    let e = q.await.unwrap().unwrap_err().to_string();
+    assert!(e.contains("1158"), "{e}");
+    let next = topo()
+        .primary
+        .query_value("SELECT NEXTVAL(weirtest.retry_seq)")
+        .unwrap();
+    assert_eq!(next, "2", "the sequence was advanced twice");
 }
 
 /// A connection kept only by affinity (warnings for SHOW WARNINGS, an insert for

@@ -106,6 +106,9 @@ pub struct QueryScan {
     /// Whether a statement is `SET STATEMENT ... FOR`: its reply's status reflects values that
     /// last for that statement only.
     pub statement_scoped_set: bool,
+    /// Whether a statement advances or sets a sequence (NEXTVAL(), SETVAL(), NEXT VALUE FOR):
+    /// even a SELECT then changes something, so it must not run twice.
+    pub sequence_write: bool,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -130,7 +133,11 @@ pub fn scan(q: &[u8]) -> QueryScan {
         into: false,
         kill_in_batch: false,
         statement_scoped_set: false,
+        sequence_write: false,
     };
+    // The previous word was NEXT (1) or PREVIOUS (2): `NEXT VALUE FOR seq` advances a
+    // sequence, `PREVIOUS VALUE FOR seq` reads the connection's last value of it.
+    let mut value_for = 0u8;
     let mut kills = 0u32;
     // Inside `/*! ... */` or `/*M! ... */`: MySQL and MariaDB run what is in it (mysqldump
     // writes `/*!40101 SET ... */`), so it is scanned as code.
@@ -328,6 +335,22 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 };
                 after_into = w.len() == 4 && w.eq_ignore_ascii_case(b"INTO");
                 out.into |= after_into;
+                match w.len() {
+                    4 if w.eq_ignore_ascii_case(b"NEXT") => value_for = 1,
+                    8 if w.eq_ignore_ascii_case(b"PREVIOUS") => value_for = 2,
+                    5 if value_for != 0 && w.eq_ignore_ascii_case(b"VALUE") => {
+                        if value_for == 1 {
+                            out.sequence_write = true;
+                        } else {
+                            out.reads_previous_result = true;
+                        }
+                        value_for = 0;
+                    }
+                    6 if w.eq_ignore_ascii_case(b"SETVAL") => out.sequence_write = true,
+                    7 if w.eq_ignore_ascii_case(b"NEXTVAL") => out.sequence_write = true,
+                    7 if w.eq_ignore_ascii_case(b"LASTVAL") => out.reads_previous_result = true,
+                    _ => value_for = 0,
+                }
                 if w.len() >= 9 {
                     if w.eq_ignore_ascii_case(b"GET_LOCK")
                         || w.eq_ignore_ascii_case(b"RELEASE_LOCK")
@@ -674,6 +697,31 @@ mod tests {
         assert!(scan(b"SELECT 1; KILL 5").kill_in_batch);
         assert!(scan(b"KILL 5; SELECT 1").kill_in_batch);
         assert!(!scan(b"KILL 5").kill_in_batch);
+    }
+
+    #[test]
+    fn sequence_functions() {
+        for q in [
+            "SELECT NEXTVAL(s)",
+            "select nextval(db.s), 1",
+            "SELECT NEXT VALUE FOR s",
+            "SELECT next value for `s`",
+            "SELECT SETVAL(s, 100)",
+        ] {
+            assert!(scan(q.as_bytes()).sequence_write, "{q}");
+        }
+        for q in ["SELECT LASTVAL(s)", "SELECT PREVIOUS VALUE FOR s"] {
+            let r = scan(q.as_bytes());
+            assert!(!r.sequence_write && r.reads_previous_result, "{q}");
+        }
+        for q in [
+            "SELECT next_id, value FROM t",
+            "INSERT INTO t VALUE (1)",
+            "SELECT 1",
+        ] {
+            let r = scan(q.as_bytes());
+            assert!(!r.sequence_write && !r.reads_previous_result, "{q}");
+        }
     }
 
     #[test]
