@@ -811,11 +811,12 @@ async fn state_weir_cannot_follow_never_reaches_the_next_client() {
         .unwrap();
 
     // KILL reaches only weir's sessions, never the server.
-    for sql in ["KILL USER weir", "SELECT 1; KILL 5"] {
+    // KILL QUERY ID takes a query id, which weir does not have.
+    for sql in ["KILL USER weir", "SELECT 1; KILL 5", "KILL QUERY ID 5"] {
         let e = b.query_drop(sql).await.unwrap_err();
         assert!(e.to_string().contains("1235"), "{sql}: {e}");
     }
-    let e = b.query_drop("KILL HARD QUERY ID 987654").await.unwrap_err();
+    let e = b.query_drop("KILL HARD QUERY 987654").await.unwrap_err();
     assert!(e.to_string().contains("1094"), "{e}");
     b.disconnect().await.unwrap();
 }

@@ -91,7 +91,7 @@ impl Session {
             let e = ErrInfo::new(
                 errcode::ER_NOT_SUPPORTED_YET,
                 "42000",
-                "weir runs KILL [HARD | SOFT] [CONNECTION | QUERY [ID]] <id> alone in its statement, \
+                "weir runs KILL [HARD | SOFT] [CONNECTION | QUERY] <id> alone in its statement, \
                  with the id of a weir session (stats_mysql_processlist); KILL USER and KILL among \
                  other statements are refused",
             );

@@ -562,8 +562,8 @@ fn parse_text_prepare(words: &[&[u8]; 4], nwords: usize) -> Option<TextPrepare> 
     None
 }
 
-/// `KILL [HARD | SOFT] [CONNECTION | QUERY [ID]] n` → (query only, n); `None` for anything
-/// else (KILL USER, an expression, comments inside).
+/// `KILL [HARD | SOFT] [CONNECTION | QUERY] n` → (query only, n); `None` for anything else
+/// (KILL QUERY ID, whose id is a query id, KILL USER, an expression, comments inside).
 fn parse_kill(text: &[u8]) -> Option<(bool, u64)> {
     let text = std::str::from_utf8(text).ok()?;
     let mut words = text.split_ascii_whitespace().peekable();
@@ -584,9 +584,6 @@ fn parse_kill(text: &[u8]) -> Option<(bool, u64)> {
         Some(w) if w.eq_ignore_ascii_case("QUERY") => {
             words.next();
             query = true;
-            if words.peek().is_some_and(|w| w.eq_ignore_ascii_case("ID")) {
-                words.next();
-            }
         }
         _ => {}
     }
@@ -686,10 +683,10 @@ mod tests {
         assert_eq!(scan(b"KILL QUERY 12").kill, Some((true, 12)));
         assert_eq!(scan(b"kill 7").kill, Some((false, 7)));
         assert_eq!(scan(b"kill connection 7").kill, Some((false, 7)));
-        assert_eq!(scan(b"KILL HARD QUERY ID 9").kill, Some((true, 9)));
+        assert_eq!(scan(b"KILL HARD QUERY 9").kill, Some((true, 9)));
         assert_eq!(scan(b"kill soft connection 3;").kill, Some((false, 3)));
         assert_eq!(scan(b"KILL SOFT 4").kill, Some((false, 4)));
-        for q in ["KILL USER weir", "KILL QUERY ID", "KILL 1+1", "KILL 5 6"] {
+        for q in ["KILL USER weir", "KILL QUERY ID 9", "KILL 1+1", "KILL 5 6"] {
             let s = scan(q.as_bytes());
             assert_eq!(s.kind, StatementKind::Kill, "{q}");
             assert_eq!(s.kill, None, "{q}");
