@@ -528,3 +528,36 @@ fn killing_ones_own_session_is_1927() {
     );
     assert!(c.is_closed());
 }
+
+/// A handshake response that is not packet 1 (the greeting was packet 0) is refused as the
+/// server does: ERROR 1156 "Got packets out of order", and the connection is closed.
+#[test]
+fn a_handshake_response_out_of_sequence_is_refused() {
+    use std::io::Write;
+    let w = common::weir();
+    let mut c = RawClient::connect_only(w.port);
+    let resp = weir_wire::handshake::HandshakeResponse {
+        capabilities: weir_wire::cap::PROTOCOL_41
+            | weir_wire::cap::SECURE_CONNECTION
+            | weir_wire::cap::PLUGIN_AUTH
+            | weir_wire::cap::LONG_PASSWORD,
+        max_packet: 1 << 24,
+        collation: 45,
+        username: WEIR_USER.into(),
+        auth_response: vec![],
+        database: None,
+        auth_plugin: Some("mysql_native_password".into()),
+        attributes: vec![],
+    };
+    let mut out = bytes::BytesMut::new();
+    resp.write(&mut out, 3);
+    c.stream.write_all(&out).unwrap();
+    let (_, p) = c.read_packet().unwrap();
+    assert_eq!(
+        err_code(&p),
+        Some(1156),
+        "{:?}",
+        String::from_utf8_lossy(&p)
+    );
+    assert!(c.is_closed());
+}

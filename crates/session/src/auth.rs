@@ -94,6 +94,20 @@ pub async fn handshake(
     client.flush_wbuf().await?;
 
     let cmd = client.read_command(64 * 1024).await?;
+    if cmd.last_seq != 1 {
+        // The greeting was packet 0: anything else is not an answer to it (weir offers no
+        // TLS, after whose SSL request the response would be packet 2).
+        let e = ErrInfo::new(
+            errcode::ER_NET_PACKETS_OUT_OF_ORDER,
+            "08S01",
+            format!(
+                "Got packets out of order: the handshake response has sequence id {}, expected 1",
+                cmd.last_seq
+            ),
+        );
+        client.send_err(cmd.last_seq.wrapping_add(1), &e).await?;
+        return Err(LoginError::Refused);
+    }
     let payload = cmd.payload();
     let mut seq = cmd.last_seq.wrapping_add(1);
     let resp = match weir_wire::handshake::accept_response(&payload, "weir") {
