@@ -350,7 +350,7 @@ fn deprecate_eof_clients_get_ok_terminated_results() {
     assert_eq!(r[0][0], 0);
 }
 
-/// Long data is buffered up to mysql-max_allowed_packet per statement: past it the execution
+/// Long data is buffered up to mysql-max_allowed_packet per session: past it the execution
 /// fails with 1153 instead of weir holding (and forwarding) any amount; the statement stays
 /// usable.
 #[test]
@@ -396,6 +396,32 @@ fn long_data_over_max_allowed_packet_is_refused() {
     assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
     let r = c.query("SELECT LENGTH(b) FROM weirtest.ps_big WHERE id = 1");
     assert_eq!(&r[3][1..], b"60000");
+    // The limit is per session: what one statement holds counts against another's.
+    let mut p2 = vec![0x16];
+    p2.extend_from_slice(b"INSERT INTO weirtest.ps_big VALUES (2, ?)");
+    let r = c.command(&p2, Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    let stmt2 = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    long_data(&mut c, 2);
+    for _ in 0..2 {
+        let mut p = vec![0x18];
+        p.extend_from_slice(&stmt2);
+        p.extend_from_slice(&[0, 0]);
+        p.extend_from_slice(&[b'y'; 30_000]);
+        c.send(&p);
+    }
+    let mut exec2 = exec.clone();
+    exec2[1..5].copy_from_slice(&stmt2);
+    let r = c.command(&exec2, Expect::ResultSets);
+    assert_eq!(
+        err_code(&r[0]),
+        Some(1153),
+        "{:?}",
+        String::from_utf8_lossy(&r[0])
+    );
+    c.query("DELETE FROM weirtest.ps_big");
+    let r = c.command(&exec, Expect::ResultSets);
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
 }
 
 /// The OKs weir makes itself (COM_PING, COM_INIT_DB) carry the session's sql_mode flags, as the

@@ -667,16 +667,22 @@ impl Session {
     }
 
     /// COM_STMT_SEND_LONG_DATA (no reply): kept until the statement runs, at most
-    /// mysql-max_allowed_packet bytes per statement, as the server allows per parameter.
-    /// Past that the chunks are dropped and the statement is marked so that its execution
-    /// fails with ER_NET_PACKET_TOO_LARGE instead of sending a truncated value.
+    /// mysql-max_allowed_packet bytes per session (all its statements together: what one
+    /// client makes weir hold stays bounded however many statements it prepares). Past that
+    /// the statement's chunks are dropped and it is marked so that its execution fails with
+    /// ER_NET_PACKET_TOO_LARGE instead of sending a truncated value.
     pub(crate) fn long_data(&mut self, cmd: &Command) {
         let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
+        let held: usize = self
+            .prepared
+            .values()
+            .flat_map(|p| p.long_data.iter())
+            .map(Vec::len)
+            .sum();
         if let Some(p) = self.prepared.get_mut(&statement_id(cmd)) {
             if p.long_data_overflow {
                 return;
             }
-            let held: usize = p.long_data.iter().map(Vec::len).sum();
             let payload = cmd.payload();
             if held + payload.len() > max {
                 p.long_data = Vec::new();
