@@ -570,21 +570,11 @@ start_targets() {
         weirbp | weirrwbp)
             # weir (or weirrw) with mysql-busy_poll_us: its workers poll instead of sleeping
             # while clients are active.
-            local admin_port
-            admin_port=$(free_port)
-            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
-            admin_sql "$admin_port" -e "SET mysql-busy_poll_us = $BUSY_POLL_US; LOAD MYSQL VARIABLES TO RUNTIME" ||
-                die "could not set mysql-busy_poll_us on $t"
-            [ "$t" = weirbp ] || load_rw_rules "$admin_port"
+            start_weir_with_variable "$t" busy_poll_us "$BUSY_POLL_US"
             ;;
         weirp | weirrwp)
             # weir (or weirrw) pipelining the SELECTs of clients in the same state.
-            local admin_port
-            admin_port=$(free_port)
-            start_weir_target "$t" "$(free_port)" "$admin_port" "$WEIR_THREADS"
-            admin_sql "$admin_port" -e "SET mysql-pipeline_depth = $PIPELINE_DEPTH; LOAD MYSQL VARIABLES TO RUNTIME" ||
-                die "could not set mysql-pipeline_depth on $t"
-            [ "$t" = weirp ] || load_rw_rules "$admin_port"
+            start_weir_with_variable "$t" pipeline_depth "$PIPELINE_DEPTH"
             ;;
         weirc | weirc[1-9])
             local admin_port threads=${t#weirc}
@@ -601,6 +591,17 @@ start_targets() {
         *) die "unknown target $t (known: direct haproxy proxysql proxysqlrw weir weirrw weirbp weirrwbp weirp weirrwp weirN weirrN weirmN weirs weirc weircN weirb)" ;;
         esac
     done
+}
+
+# start_weir_with_variable NAME VARIABLE VALUE: a weir target with mysql-VARIABLE set through
+# the admin interface; a target named weirrw* also gets the read/write split rules.
+start_weir_with_variable() {
+    local admin_port
+    admin_port=$(free_port)
+    start_weir_target "$1" "$(free_port)" "$admin_port" "$WEIR_THREADS"
+    admin_sql "$admin_port" -e "SET mysql-$2 = $3; LOAD MYSQL VARIABLES TO RUNTIME" ||
+        die "could not set mysql-$2 on $1"
+    [[ $1 != weirrw* ]] || load_rw_rules "$admin_port"
 }
 
 # start_weir_with_primary NAME ASSIGNMENTS: a weir target whose primary row (hostgroup 0) gets
