@@ -364,10 +364,10 @@ fn long_data_over_max_allowed_packet_is_refused() {
     let r = c.command(&p, Expect::Prepare);
     assert_eq!(r[0][0], 0, "{r:?}");
     let stmt = [r[0][1], r[0][2], r[0][3], r[0][4]];
-    let long_data = |c: &mut RawClient, chunks: usize| {
+    let long_data = |c: &mut RawClient, stmt: &[u8; 4], chunks: usize| {
         for _ in 0..chunks {
             let mut p = vec![0x18];
-            p.extend_from_slice(&stmt);
+            p.extend_from_slice(stmt);
             p.extend_from_slice(&[0, 0]);
             p.extend_from_slice(&[b'x'; 30_000]);
             c.send(&p);
@@ -380,7 +380,7 @@ fn long_data_over_max_allowed_packet_is_refused() {
     exec.push(0); // null bitmap
     exec.push(1); // new params bound
     exec.extend_from_slice(&[0xfb, 0]); // LONG_BLOB
-    long_data(&mut c, 3);
+    long_data(&mut c, &stmt, 3);
     let r = c.command(&exec, Expect::ResultSets);
     assert_eq!(
         err_code(&r[0]),
@@ -391,7 +391,7 @@ fn long_data_over_max_allowed_packet_is_refused() {
     let r = c.query("SELECT COUNT(*) FROM weirtest.ps_big");
     assert_eq!(&r[3][1..], b"0");
     // Within the limit, the same statement runs.
-    long_data(&mut c, 2);
+    long_data(&mut c, &stmt, 2);
     let r = c.command(&exec, Expect::ResultSets);
     assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
     let r = c.query("SELECT LENGTH(b) FROM weirtest.ps_big WHERE id = 1");
@@ -402,14 +402,8 @@ fn long_data_over_max_allowed_packet_is_refused() {
     let r = c.command(&p2, Expect::Prepare);
     assert_eq!(r[0][0], 0, "{r:?}");
     let stmt2 = [r[0][1], r[0][2], r[0][3], r[0][4]];
-    long_data(&mut c, 2);
-    for _ in 0..2 {
-        let mut p = vec![0x18];
-        p.extend_from_slice(&stmt2);
-        p.extend_from_slice(&[0, 0]);
-        p.extend_from_slice(&[b'y'; 30_000]);
-        c.send(&p);
-    }
+    long_data(&mut c, &stmt, 2);
+    long_data(&mut c, &stmt2, 2);
     let mut exec2 = exec.clone();
     exec2[1..5].copy_from_slice(&stmt2);
     let r = c.command(&exec2, Expect::ResultSets);

@@ -92,8 +92,8 @@ impl Session {
                 errcode::ER_NOT_SUPPORTED_YET,
                 "42000",
                 "weir runs KILL [HARD | SOFT] [CONNECTION | QUERY] <id> alone in its statement, \
-                 with the id of a weir session (stats_mysql_processlist); KILL USER and KILL among \
-                 other statements are refused",
+                 with the id of a weir session (stats_mysql_processlist); KILL USER, KILL QUERY ID \
+                 and KILL among other statements are refused",
             );
             self.client.send_err(seq, &e).await?;
             return Ok(Flow::Continue);

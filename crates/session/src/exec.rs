@@ -229,8 +229,9 @@ impl Session {
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         let mut retries = limits.retries;
-        let depth = self.shared.runtime.load().mysql.pipeline_depth;
-        let mut piped = if std::mem::take(&mut self.pipelinable) && depth > 1 {
+        // Only set for a statement eligible while mysql-pipeline_depth > 1.
+        let mut piped = if std::mem::take(&mut self.pipelinable) {
+            let depth = self.shared.runtime.load().mysql.pipeline_depth;
             self.pipeline(cmd, seq, depth).await?
         } else {
             Piped::No
@@ -277,9 +278,8 @@ impl Session {
         Ok(())
     }
 
-    /// Writes `wire` (the command, possibly with pipelined followers' after it, or nothing
-    /// when it was sent already) to the held connection and relays the command's reply, under
-    /// the timeout.
+    /// Writes `wire` (the command, or nothing when a pipe sent it already) to the held
+    /// connection and relays the command's reply, under the timeout.
     pub(crate) async fn exchange(
         &mut self,
         cmd: &Command,

@@ -91,7 +91,7 @@ pub struct Session {
     /// The sql_mode status flags (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) of the last reply the
     /// session got from a backend, repeated in the OKs weir makes itself.
     pub(crate) mode_status: u16,
-    /// Whether the current statement may go to a backend in a batch with other clients'
+    /// Whether the current statement may go through a pipe, behind other clients' statements
     /// (see `pipeline`); decided with the rules, used by the first attempt only.
     pub(crate) pipelinable: bool,
     /// When the current statement went through a pipe: the held connection is to be passed
