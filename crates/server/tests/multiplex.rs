@@ -547,6 +547,69 @@ async fn autocommit_and_auto_increment_settings() {
     assert_eq!(id, inserted);
 }
 
+/// ROW_COUNT() reads the client's own last statement, not whatever last ran on the connection
+/// it gets: weir answers it from the reply it relayed (affected rows of an OK, -1 after rows or
+/// an error). One backend connection, so every other client's statement runs in between on it.
+#[tokio::test]
+async fn row_count_follows_the_client_not_the_connection() {
+    let w = start_with_max(1, "");
+    let mut c = connect(&w, Some("weirtest")).await;
+    let mut other = connect(&w, Some("weirtest")).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS rc_t (id INT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+    c.query_drop("DELETE FROM rc_t").await.unwrap();
+    c.query_drop("INSERT INTO rc_t VALUES (1, 1), (2, 2), (3, 3)")
+        .await
+        .unwrap();
+    other.query_drop("SELECT 1").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 3);
+
+    c.query_drop("UPDATE rc_t SET v = v + 1 WHERE id <= 2")
+        .await
+        .unwrap();
+    other
+        .query_drop("UPDATE rc_t SET v = v WHERE id = 3")
+        .await
+        .unwrap();
+    assert_eq!(row_count(&mut c, "select row_count() AS n;").await, 2);
+    // The answer is a result set itself: the next ROW_COUNT() is -1.
+    other
+        .query_drop("DELETE FROM rc_t WHERE id = 99")
+        .await
+        .unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, -1);
+
+    c.query_drop("SELECT * FROM rc_t").await.unwrap();
+    other.query_drop("UPDATE rc_t SET v = v + 1").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, -1);
+
+    assert!(c.query_drop("SELECT * FROM no_such_table").await.is_err());
+    other.query_drop("UPDATE rc_t SET v = v + 1").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, -1);
+
+    // A prepared statement's OK counts too.
+    let stmt = c
+        .prep("UPDATE rc_t SET v = v + 1 WHERE id >= ?")
+        .await
+        .unwrap();
+    c.exec_drop(&stmt, (2,)).await.unwrap();
+    other.query_drop("SELECT 2").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 2);
+
+    // Inside a transaction the server answers, on the connection the client holds.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE rc_t SET v = v + 1").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 3);
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 0);
+    assert_eq!(pool_use(&w).0, 0);
+}
+
+async fn row_count(c: &mut Conn, q: &str) -> i64 {
+    c.query_first::<i64, _>(q).await.unwrap().unwrap()
+}
+
 /// mysql-free_connections_pct bounds idle connections without closing the ones a burst of
 /// statements is still using: a burst of 16 clients over a server whose idle limit is 2 opens
 /// about 16 connections, not one per statement; once idle, the excess is closed.

@@ -154,6 +154,8 @@ impl Session {
                 Ok(Some(ReplyOutcome {
                     status: r.status,
                     rows: r.rows,
+                    // Only result sets are stored.
+                    ended_with_rows: true,
                     ..Default::default()
                 }))
             }

@@ -17,6 +17,11 @@ use weir_wire::{com, errcode, status};
 impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
+        if !matches!(cmd.code(), com::PING | com::QUERY | com::STMT_EXECUTE) {
+            // Known again only where the reply of a statement is seen; a query may read it
+            // first.
+            self.row_count = None;
+        }
         match cmd.code() {
             com::QUIT => return Ok(Flow::Quit),
             com::QUERY => return self.query(cmd).await,
@@ -77,6 +82,7 @@ impl Session {
         };
         self.counted = Some(scan.command);
         self.repeatable = crate::stmt::repeatable(&scan);
+        let previous_row_count = self.row_count.take();
         // A statement reading what the previous one left on its connection would read another
         // client's there.
         self.pipelinable =
@@ -116,19 +122,24 @@ impl Session {
             if let Some(b) = &self.backend {
                 decision.destination_hostgroup = Some(b.server().spec().hostgroup);
             }
-        } else if scan.reads_last_insert_id
+        } else if (scan.reads_last_insert_id || scan.reads_previous_result)
             && self.backend.is_none()
             && decision.error_msg.is_none()
             && decision.ok_msg.is_none()
             && decision.rewritten.is_none()
         {
-            let alias = {
+            let local = {
                 let p = cmd.payload();
-                last_insert_id_query(p.get(1..).unwrap_or_default())
+                previous_fact_query(p.get(1..).unwrap_or_default())
             };
-            if let Some(alias) = alias {
-                // Answered from the last OK packet, as the server would: no backend needed.
-                self.answer_last_insert_id(&alias, seq).await?;
+            let answer = local.and_then(|(fact, alias)| match fact {
+                PreviousFact::LastInsertId => Some((alias, Fact::Unsigned(self.last_insert_id))),
+                PreviousFact::RowCount => previous_row_count.map(|n| (alias, Fact::Signed(n))),
+            });
+            if let Some((alias, value)) = answer {
+                // Answered from the last reply, as the server would: no backend needed.
+                self.answer_fact(&alias, value, seq).await?;
+                self.row_count = Some(-1);
                 self.decision = decision;
                 self.effects = Default::default();
                 return Ok(Flow::Continue);
@@ -156,6 +167,11 @@ impl Session {
                     .await
             }
         };
+        self.row_count = flow
+            .as_ref()
+            .ok()
+            .and_then(|o| o.as_ref())
+            .and_then(ReplyOutcome::row_count);
         if m.query_digests {
             self.record_digest(
                 digest,
@@ -456,20 +472,25 @@ impl Session {
         self.release();
     }
 
-    /// Answers `SELECT LAST_INSERT_ID()` with the client's last insert id.
-    async fn answer_last_insert_id(&mut self, alias: &str, seq: u8) -> Result<(), ClientError> {
+    /// Answers `SELECT LAST_INSERT_ID()` or `SELECT ROW_COUNT()` with the value weir keeps.
+    async fn answer_fact(&mut self, alias: &str, value: Fact, seq: u8) -> Result<(), ClientError> {
         let status = self.ok_status().status;
         let mut out = bytes::BytesMut::new();
-        let col = [weir_wire::msg::ColumnSpec::unsigned_bigint(alias)];
+        let (col, text) = match value {
+            Fact::Unsigned(v) => (
+                weir_wire::msg::ColumnSpec::unsigned_bigint(alias),
+                v.to_string(),
+            ),
+            Fact::Signed(v) => (weir_wire::msg::ColumnSpec::bigint(alias), v.to_string()),
+        };
         let mut set = weir_wire::msg::TextResultSet::begin_columns(
             &mut out,
             seq,
             self.client.caps,
-            &col,
+            &[col],
             status,
         );
-        let value = self.last_insert_id.to_string();
-        set.row(&[Some(value.as_bytes())]);
+        set.row(&[Some(text.as_bytes())]);
         set.finish(status);
         self.client.wbuf.extend_from_slice(&out);
         self.client.flush_wbuf().await?;
@@ -490,6 +511,7 @@ impl Session {
             Ok(()) => {
                 self.schema = Some(db.clone());
                 Arc::make_mut(&mut self.login).schema = Some(db);
+                self.row_count = Some(0);
                 let ok = self.ok_status();
                 self.client.send_ok(seq, &ok).await?;
                 self.release();
@@ -674,8 +696,22 @@ impl Session {
     }
 }
 
-/// For `SELECT LAST_INSERT_ID() [[AS] alias]` alone: the column name the client gets.
-fn last_insert_id_query(q: &[u8]) -> Option<String> {
+/// What a statement weir may answer itself reads from the client's previous statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PreviousFact {
+    LastInsertId,
+    RowCount,
+}
+
+/// A value answered locally, with its column's signedness.
+enum Fact {
+    Unsigned(u64),
+    Signed(i64),
+}
+
+/// For `SELECT LAST_INSERT_ID() [[AS] alias]` or `SELECT ROW_COUNT() [[AS] alias]` alone: what
+/// it reads and the column name the client gets.
+fn previous_fact_query(q: &[u8]) -> Option<(PreviousFact, String)> {
     let t = std::str::from_utf8(q).ok()?.trim();
     let t = t.strip_suffix(';').unwrap_or(t).trim_end();
     let mut words = t.split_whitespace();
@@ -689,39 +725,63 @@ fn last_insert_id_query(q: &[u8]) -> Option<String> {
         [call, kw, a] if kw.eq_ignore_ascii_case("AS") => (*call, Some(*a)),
         _ => return None,
     };
-    if !call.eq_ignore_ascii_case("LAST_INSERT_ID()") {
+    let fact = if call.eq_ignore_ascii_case("LAST_INSERT_ID()") {
+        PreviousFact::LastInsertId
+    } else if call.eq_ignore_ascii_case("ROW_COUNT()") {
+        PreviousFact::RowCount
+    } else {
         return None;
-    }
-    match alias {
-        None => Some(call.to_string()),
+    };
+    let name = match alias {
+        None => call.to_string(),
         Some(a) => {
             let a = a.trim_matches('`');
-            (!a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-                .then(|| a.to_string())
+            if a.is_empty() || !a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return None;
+            }
+            a.to_string()
         }
-    }
+    };
+    Some((fact, name))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::last_insert_id_query;
+    use super::{previous_fact_query, PreviousFact};
+
+    fn named(q: &str) -> Option<(PreviousFact, String)> {
+        previous_fact_query(q.as_bytes())
+    }
 
     #[test]
-    fn plain_last_insert_id_queries_are_recognised() {
+    fn lone_reads_of_the_previous_statement_are_recognised() {
         assert_eq!(
-            last_insert_id_query(b"SELECT LAST_INSERT_ID()").as_deref(),
-            Some("LAST_INSERT_ID()")
+            named("SELECT LAST_INSERT_ID()"),
+            Some((PreviousFact::LastInsertId, "LAST_INSERT_ID()".into()))
         );
         assert_eq!(
-            last_insert_id_query(b"select last_insert_id() as id;").as_deref(),
-            Some("id")
+            named("select last_insert_id() as id;"),
+            Some((PreviousFact::LastInsertId, "id".into()))
         );
-        assert_eq!(last_insert_id_query(b"SELECT LAST_INSERT_ID(5)"), None);
-        assert_eq!(last_insert_id_query(b"SELECT LAST_INSERT_ID() + 1"), None);
         assert_eq!(
-            last_insert_id_query(b"SELECT LAST_INSERT_ID() FROM t"),
-            None
+            named(" select row_count() "),
+            Some((PreviousFact::RowCount, "row_count()".into()))
         );
+        assert_eq!(
+            named("SELECT ROW_COUNT() `n`"),
+            Some((PreviousFact::RowCount, "n".into()))
+        );
+        for q in [
+            "SELECT LAST_INSERT_ID(5)",
+            "SELECT LAST_INSERT_ID() + 1",
+            "SELECT LAST_INSERT_ID() FROM t",
+            "SELECT ROW_COUNT(), 1",
+            "SELECT ROW_COUNT() AS `a b`",
+            "SELECT FOUND_ROWS()",
+            "DO ROW_COUNT()",
+        ] {
+            assert_eq!(named(q), None, "{q}");
+        }
     }
 }

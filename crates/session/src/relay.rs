@@ -41,6 +41,35 @@ pub struct ReplyOutcome {
     pub warnings: u16,
     /// Bytes received from the backend.
     pub bytes: u64,
+    /// Whether the last result was rows (not an OK).
+    pub ended_with_rows: bool,
+    /// Whether the reply held more than one result (multi-statements, CALL).
+    pub several_results: bool,
+}
+
+impl ReplyOutcome {
+    /// What `ROW_COUNT()` returns on the server after this reply, when that is certain: the
+    /// affected rows of an OK, -1 after rows or an error.
+    pub fn row_count(&self) -> Option<i64> {
+        if self.error.is_some() {
+            return Some(-1);
+        }
+        if self.several_results {
+            return None;
+        }
+        if self.ended_with_rows {
+            return Some(-1);
+        }
+        self.last_ok
+            .map(|ok| i64::try_from(ok.affected_rows).unwrap_or(i64::MAX))
+    }
+
+    fn end_result(&mut self, st: u16, rows: bool) {
+        self.ended_with_rows = rows;
+        if st & status::MORE_RESULTS_EXISTS != 0 {
+            self.several_results = true;
+        }
+    }
 }
 
 /// Why a relay stopped before the reply ended.
@@ -389,6 +418,7 @@ impl Relay<'_> {
                 }
                 Role::EndOfRows { warnings, status } if self.deprecate_eof => {
                     self.out.warnings = warnings;
+                    self.out.end_result(status, true);
                     self.stage(flush_from, pos);
                     pos += 4 + h.len;
                     flush_from = pos;
@@ -398,9 +428,13 @@ impl Relay<'_> {
                 Role::Row => self.out.rows += 1,
                 Role::Ok(ok) => {
                     self.out.warnings = ok.warnings;
+                    self.out.end_result(ok.status, false);
                     self.out.last_ok = Some(ok);
                 }
-                Role::EndOfRows { warnings, .. } => self.out.warnings = warnings,
+                Role::EndOfRows { warnings, status } => {
+                    self.out.warnings = warnings;
+                    self.out.end_result(status, true);
+                }
                 Role::PrepareOk {
                     statement_id,
                     columns,

@@ -54,6 +54,9 @@ pub struct Session {
     pub(crate) effects: crate::state::Effects,
     /// The client's LAST_INSERT_ID(), from the last OK packet that carried one.
     pub(crate) last_insert_id: u64,
+    /// What ROW_COUNT() returns on the server after the client's last statement, when weir
+    /// saw its reply whole (`None`: unknown, the server is asked).
+    pub(crate) row_count: Option<i64>,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     /// The client's statements by the ids weir gave them; looked up at every execution.
@@ -248,6 +251,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         held: crate::state::Held::default(),
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
+        row_count: None,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,

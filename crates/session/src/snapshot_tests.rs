@@ -73,6 +73,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         held: crate::state::Held::default(),
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
+        row_count: None,
         prepared: Default::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,

@@ -284,6 +284,7 @@ impl Session {
     /// COM_STMT_EXECUTE on whichever connection the session gets, the statement prepared
     /// there first if needed; answered from the query cache when a rule caches it.
     pub(crate) async fn execute(&mut self, cmd: Command) -> Result<Flow, ClientError> {
+        self.row_count = None;
         let seq = cmd.last_seq.wrapping_add(1);
         let id = statement_id(&cmd);
         let payload = cmd.payload();
@@ -348,6 +349,7 @@ impl Session {
                 self.record_digest_text(p.digest, &p.digest_text, track, Some(&outcome));
             }
         }
+        self.row_count = outcome.row_count();
         if !self.cache_hit {
             self.after_reply(&outcome, exec_pins, None);
         }

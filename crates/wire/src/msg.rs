@@ -215,6 +215,17 @@ impl<'a> ColumnSpec<'a> {
             flags: 1 | 32 | 128,
         }
     }
+
+    /// A BIGINT NOT NULL column.
+    pub fn bigint(name: &'a str) -> Self {
+        ColumnSpec {
+            name,
+            col_type: crate::coltype::LONGLONG,
+            charset: 63,
+            length: 21,
+            flags: 1 | 128,
+        }
+    }
 }
 
 /// A text-protocol result set built by weir itself (admin answers, local replies).
