@@ -57,6 +57,11 @@ impl StmtCache {
         Some(self.entries.swap_remove(i).1)
     }
 
+    /// (global id, server id) of every statement held, without marking them used.
+    pub fn ids(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.entries.iter().map(|e| (e.0, e.1))
+    }
+
     /// Number of statements held.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -195,23 +195,41 @@ async fn random_client(port: u16, id: u64, ops: u64, defaults: (String, String))
     };
     // mysql_async logs in with utf8mb4.
     let mut mismatches = 0u64;
+    let mut prepared_in: Option<&str> = None;
     for op in 0..ops {
         let r = rng.below(100);
         let sql = match r {
             0..=29 => {
                 // The client's id and the operation number make every reply this client's own:
                 // a reply relayed to the wrong client (pipelining) shows.
-                let row: mysql_async::Row = c
-                    .query_first(format!(
+                // Every other read is a prepared statement (binary protocol, executed on
+                // whichever connection, pipelined too).
+                let row: mysql_async::Row = if op % 2 == 1 {
+                    c.exec_first(
+                        "SELECT DATABASE(), @@character_set_client, @@autocommit, @@sql_mode, \
+                         @@time_zone, @v, CONCAT(?, '.', ?)",
+                        (id, op),
+                    )
+                    .await
+                } else {
+                    c.query_first(format!(
                         "SELECT DATABASE(), @@character_set_client, @@autocommit, @@sql_mode, \
                          @@time_zone, @v, '{id}.{op}'"
                     ))
                     .await
-                    .unwrap()
-                    .unwrap();
+                }
+                .unwrap()
+                .unwrap();
                 let got: Vec<Option<String>> = (0..7).map(|i| text(&row[i])).collect();
+                // The server resolves DATABASE() in a prepared statement when it is prepared
+                // (mysql_async prepares it once per connection, at its first use).
+                let schema = if op % 2 == 1 {
+                    *prepared_in.get_or_insert(m.schema)
+                } else {
+                    m.schema
+                };
                 let want = vec![
-                    Some(m.schema.to_string()),
+                    Some(schema.to_string()),
                     Some(m.charset.to_string()),
                     Some(if m.autocommit { "1" } else { "0" }.to_string()),
                     Some(m.sql_mode.clone()),
@@ -343,6 +361,68 @@ async fn random_session_state_follows_each_client_when_pipelined() {
     .parse()
     .unwrap();
     assert!(pipelined > 0, "no statement was pipelined");
+}
+
+/// Executions of prepared statements join pipes too: 24 clients in 3 schemas run 3 different
+/// statements over 2 backend connections of one worker, each checking that every reply
+/// carries its own parameters and schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_are_pipelined_with_their_own_replies() {
+    let w = start_with_max(2, "threads = 1\npipeline_depth = 16");
+    primary("CREATE DATABASE IF NOT EXISTS mp_a; CREATE DATABASE IF NOT EXISTS mp_b");
+    let stat = |w: &WeirProcess, name: &str| -> u64 {
+        value(
+            w,
+            &format!(
+                "SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = '{name}'"
+            ),
+        )
+        .parse()
+        .unwrap()
+    };
+    // Each statement with what its third column is for n.
+    type Third = fn(i64) -> i64;
+    let statements: [(&str, Third); 3] = [
+        ("SELECT ?, DATABASE(), ? + 1", |n| n + 1),
+        ("SELECT ? AS a, DATABASE() AS d, ? * 2 AS b", |n| n * 2),
+        ("SELECT CONCAT(?, ''), DATABASE(), ? - 1 FROM DUAL", |n| {
+            n - 1
+        }),
+    ];
+    let mut tasks = Vec::new();
+    for client in 0..24u64 {
+        let port = w.port;
+        let schema = SCHEMAS[(client % 3) as usize];
+        let (text, third) = statements[(client / 3 % 3) as usize];
+        tasks.push(tokio::spawn(async move {
+            let mut c = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some(schema)))
+                .await
+                .unwrap();
+            let stmt = c.prep(text).await.unwrap();
+            let mut wrong = 0u64;
+            for n in 0..1500i64 {
+                let tag = format!("{client}.{n}");
+                let row: (String, String, i64) =
+                    c.exec_first(&stmt, (&tag, n)).await.unwrap().unwrap();
+                if row != (tag.clone(), schema.to_string(), third(n)) {
+                    wrong += 1;
+                    eprintln!("client {client}: got {row:?} for {tag} in {schema}");
+                }
+            }
+            c.disconnect().await.unwrap();
+            wrong
+        }));
+    }
+    let mut wrong = 0;
+    for t in tasks {
+        wrong += t.await.unwrap();
+    }
+    assert_eq!(wrong, 0, "weir:\n{}", w.stderr_tail(20));
+    assert!(
+        stat(&w, "Pipelined_statements") > 0,
+        "no execution was pipelined"
+    );
+    assert!(pool_use(&w).1 <= 2);
 }
 
 /// 64 clients (ids from `first_id`) running random_client for `total` operations in all, over
@@ -545,6 +625,76 @@ async fn autocommit_and_auto_increment_settings() {
     // LAST_INSERT_ID() still answers right on any connection.
     let id: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
     assert_eq!(id, inserted);
+}
+
+/// A reply without status flags (an error, a prepared statement's definitions) says nothing
+/// about the transaction: the connection stays with its client until the transaction ends,
+/// and another client's statement waits for it rather than landing in that transaction.
+#[tokio::test]
+async fn a_transaction_keeps_its_connection_through_errors_and_prepares() {
+    let w = start_with_max(1, "");
+    let mut c = connect(&w, Some("weirtest")).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS tx_keep (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    c.query_drop("DELETE FROM tx_keep").await.unwrap();
+    let held = |w: &WeirProcess| pool_use(w).0;
+    for (n, step) in ["error", "prepare"].into_iter().enumerate() {
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop(format!("INSERT INTO tx_keep VALUES ({n})"))
+            .await
+            .unwrap();
+        match step {
+            "error" => {
+                assert!(c.query_drop("SELECT * FROM no_such_table").await.is_err());
+                assert!(c
+                    .query_drop(format!("INSERT INTO tx_keep VALUES ({n})"))
+                    .await
+                    .is_err());
+            }
+            _ => {
+                // mysql_async asks for no EOF packets: the prepare reply carries no status.
+                c.prep(format!("SELECT id FROM tx_keep WHERE id > ? + {n}"))
+                    .await
+                    .unwrap();
+            }
+        }
+        assert_eq!(held(&w), 1, "after the {step} inside a transaction");
+        // Another client's autocommit insert waits for the connection.
+        let port = w.port;
+        let other = tokio::spawn(async move {
+            let mut o = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                .await
+                .unwrap();
+            o.query_drop(format!("INSERT INTO tx_keep VALUES ({})", 100 + n))
+                .await
+                .unwrap();
+            o.disconnect().await.unwrap();
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let mine: Option<u64> = c
+            .query_first(format!("SELECT COUNT(*) FROM tx_keep WHERE id = {n}"))
+            .await
+            .unwrap();
+        assert_eq!(mine, Some(1), "the transaction's row, after the {step}");
+        let theirs: Option<u64> = c
+            .query_first(format!(
+                "SELECT COUNT(*) FROM tx_keep WHERE id = {}",
+                100 + n
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            theirs,
+            Some(0),
+            "another client's insert ran inside this transaction"
+        );
+        c.query_drop("ROLLBACK").await.unwrap();
+        other.await.unwrap();
+        let rows = primary("SELECT id FROM weirtest.tx_keep ORDER BY id");
+        assert_eq!(rows, vec![vec![(100 + n).to_string()]], "after the {step}");
+        primary("DELETE FROM weirtest.tx_keep");
+    }
 }
 
 /// ROW_COUNT() reads the client's own last statement, not whatever last ran on the connection

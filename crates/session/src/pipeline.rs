@@ -53,6 +53,16 @@ pub(crate) enum Piped {
     Answered,
 }
 
+/// Whether a session opened a pipe with its command.
+pub(crate) enum Opened {
+    /// Its command was sent; the pipe takes others behind it.
+    Yes,
+    /// Nothing was sent: the session sends its command as usual.
+    No,
+    /// The connection failed on the write and was dropped.
+    Lost,
+}
+
 /// A connection taking statements behind the one being relayed.
 struct Pipe {
     id: u64,
@@ -73,6 +83,10 @@ struct Pipe {
     vars: weir_sql::SessionVars,
     /// The sessions whose replies come next, in order.
     followers: VecDeque<oneshot::Sender<PooledConn>>,
+    /// (global id, server id) of the statements prepared on the connection, for executions
+    /// that join; empty when a text query opened the pipe. Nothing is prepared or closed on
+    /// a connection while its pipe lives: only executions of statements it has join.
+    stmts: Vec<(u64, u32)>,
 }
 
 thread_local! {
@@ -142,6 +156,28 @@ impl Pipe {
     }
 }
 
+impl Pipe {
+    /// Writes `wire` behind the statements in flight: the pipe's id and the turn to wait for,
+    /// or `None` when it did not go out whole at once.
+    fn join(&mut self, wire: &[u8]) -> Option<(u64, oneshot::Receiver<PooledConn>)> {
+        if wire.len() > MAX_PIPELINED_COMMAND {
+            return None;
+        }
+        match write_whole(&self.writer, wire) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(()) => {
+                self.broken = true;
+                return None;
+            }
+        }
+        self.in_flight += 1;
+        let (tx, rx) = oneshot::channel();
+        self.followers.push_back(tx);
+        Some((self.id, rx))
+    }
+}
+
 /// Writes `bytes` whole through `writer` without waiting; false when nothing went out.
 /// `Err(())`: part of it went out (or the socket failed), the connection is out of step.
 fn write_whole(writer: &socket2::Socket, bytes: &[u8]) -> Result<bool, ()> {
@@ -170,30 +206,13 @@ impl Session {
         let joined = PIPES.with(|pipes| {
             let mut pipes = pipes.borrow_mut();
             let pipe = pipes.iter_mut().find(|p| p.takes(self))?;
-            match write_whole(&pipe.writer, &cmd.raw) {
-                Ok(true) => {}
-                Ok(false) => return None,
-                Err(()) => {
-                    pipe.broken = true;
-                    return None;
-                }
-            }
-            pipe.in_flight += 1;
-            let (tx, rx) = oneshot::channel();
-            pipe.followers.push_back(tx);
-            Some((pipe.id, rx))
+            pipe.join(&cmd.raw)
         });
-        if let Some((id, rx)) = joined {
-            crate::GlobalStats::inc(&self.shared.stats.pipelined_statements);
-            return Ok(match rx.await {
-                Ok(conn) => {
-                    self.backend = Some(conn);
-                    self.pipe = Some(PipeGuard { id });
-                    Piped::Sent
-                }
-                // Its command may have run on a connection that failed: it changes nothing,
-                // so it runs again.
-                Err(_) => Piped::No,
+        if let Some(turn) = joined {
+            return Ok(if self.wait_turn(turn).await {
+                Piped::Sent
+            } else {
+                Piped::No
             });
         }
         if ON_BACKENDS.with(Cell::get) == 0 {
@@ -202,19 +221,74 @@ impl Session {
         if self.acquire(seq).await?.is_none() {
             return Ok(Piped::Answered);
         }
-        let Some((writer, server)) = self.backend.as_ref().and_then(|b| {
+        Ok(match self.open_pipe(&cmd.raw, depth, false).await {
+            Opened::Yes => Piped::Sent,
+            Opened::No | Opened::Lost => Piped::No,
+        })
+    }
+
+    /// Sends an execution behind another client's statement, on a pipe of this worker whose
+    /// connection has the statement prepared; `exec` builds the command for a server id. The
+    /// command sent when it did; `None` to run the execution as usual.
+    pub(crate) async fn join_pipe_with_execute(
+        &mut self,
+        global: u64,
+        exec: impl Fn(u32) -> Command,
+    ) -> Option<Command> {
+        let joined = PIPES.with(|pipes| {
+            let mut pipes = pipes.borrow_mut();
+            let (pipe, sid) = pipes.iter_mut().find_map(|p| {
+                let sid = p.stmts.iter().find(|e| e.0 == global)?.1;
+                p.takes(self).then_some((p, sid))
+            })?;
+            let cmd = exec(sid);
+            pipe.join(&cmd.raw).map(|turn| (turn, cmd))
+        });
+        let (turn, cmd) = joined?;
+        self.wait_turn(turn).await.then_some(cmd)
+    }
+
+    /// Waits for the connection after joining a pipe; false when the turn never comes (the
+    /// connection failed or a session before it left): the statement then runs on its own.
+    /// Its command may have run on a connection that failed: it changes nothing, so it runs
+    /// again.
+    async fn wait_turn(&mut self, (id, turn): (u64, oneshot::Receiver<PooledConn>)) -> bool {
+        crate::GlobalStats::inc(&self.shared.stats.pipelined_statements);
+        match turn.await {
+            Ok(conn) => {
+                self.backend = Some(conn);
+                self.pipe = Some(PipeGuard { id });
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Opens a pipe on the held connection while other statements of this worker are on
+    /// backends, writing `wire` (the session's own command) first; `with_stmts` lets
+    /// executions of the statements prepared there join.
+    pub(crate) async fn open_pipe(&mut self, wire: &[u8], depth: u32, with_stmts: bool) -> Opened {
+        if wire.len() > MAX_PIPELINED_COMMAND || ON_BACKENDS.with(Cell::get) == 0 {
+            return Opened::No;
+        }
+        let Some((writer, server, stmts)) = self.backend.as_ref().and_then(|b| {
             let w = b.conn_ref().stream.writer().ok()?;
-            Some((w, b.server().clone()))
+            let stmts = if with_stmts {
+                b.conn_ref().stmts.ids().collect()
+            } else {
+                Vec::new()
+            };
+            Some((w, b.server().clone(), stmts))
         }) else {
-            return Ok(Piped::No);
+            return Opened::No;
         };
         // Its own command goes first, through the same handle, before anyone can join.
-        match write_whole(&writer, &cmd.raw) {
+        match write_whole(&writer, wire) {
             Ok(true) => {}
-            Ok(false) => return Ok(Piped::No),
+            Ok(false) => return Opened::No,
             Err(()) => {
                 self.drop_backend().await;
-                return Ok(Piped::No);
+                return Opened::Lost;
             }
         }
         let id = NEXT_PIPE.with(|n| {
@@ -235,10 +309,11 @@ impl Session {
                 schema: self.schema.clone(),
                 vars: self.vars.clone(),
                 followers: VecDeque::new(),
+                stmts,
             })
         });
         self.pipe = Some(PipeGuard { id });
-        Ok(Piped::Sent)
+        Opened::Yes
     }
 
     /// Hands the held connection on when the session's statement went through a pipe;

@@ -229,8 +229,13 @@ pub async fn relay_reply<'a>(
         capture,
     };
     r.run().await?;
-    r.out.status = r.tracker.last_status();
-    r.conn.status = r.out.status;
+    // A reply without status flags leaves the connection's as they were: an error inside a
+    // transaction must not make it look finished (the connection would go back to the pool
+    // with the transaction open).
+    if let Some(st) = r.tracker.last_status() {
+        r.conn.status = st;
+    }
+    r.out.status = r.conn.status;
     r.conn.last_used = std::time::Instant::now();
     Ok(r.out)
 }

@@ -133,6 +133,9 @@ pub(crate) struct Prepared {
     pub(crate) exec_pins: u32,
     /// Whether an execution changes nothing, so that it may run again after a failure.
     pub(crate) repeatable: bool,
+    /// Whether it may also go behind another client's statement (mysql-pipeline_depth): it
+    /// is repeatable and reads nothing the previous statement left on the connection.
+    pub(crate) pipelinable: bool,
     /// Whether it is `SET STATEMENT ... FOR`, whose reply's sql_mode flags are not the session's.
     pub(crate) statement_scoped_set: bool,
 }

@@ -186,6 +186,7 @@ async fn executes_count_under_the_prepared_statement_command() {
             cache: None,
             exec_pins: 0,
             repeatable: false,
+            pipelinable: false,
             statement_scoped_set: false,
         },
     );

@@ -19,6 +19,7 @@
 
 use crate::client::{ClientError, Command};
 use crate::exec::{Limits, Step};
+use crate::pipeline::Opened;
 use crate::session::{lost_backend, statement_id, Flow, Prepared, Session};
 use crate::GlobalStats;
 use parking_lot::Mutex;
@@ -142,16 +143,13 @@ fn execute_params(payload: &[u8], params: u16) -> Option<(&[u8], &[u8])> {
 
 /// The execute packet for a connection that knows the statement as `server_id`, with the
 /// parameter types added when the client sent none this time (they are bound per connection).
-fn execute_for(payload: &[u8], server_id: u32, p: &Prepared) -> Command {
-    let mut out = Vec::with_capacity(payload.len() + 2 * usize::from(p.global.params) + 1);
+fn execute_for(payload: &[u8], server_id: u32, params: u16, types: Option<&[u8]>) -> Command {
+    let mut out = Vec::with_capacity(payload.len() + 2 * usize::from(params) + 1);
     out.extend_from_slice(payload);
     if let Some(id) = out.get_mut(1..5) {
         id.copy_from_slice(&server_id.to_le_bytes());
     }
-    if let (Some(at), Some(types)) = (
-        bound_flag_offset(payload, p.global.params),
-        p.param_types.as_deref(),
-    ) {
+    if let (Some(at), Some(types)) = (bound_flag_offset(payload, params), types) {
         if payload[at] == 0 {
             out[at] = 1;
             out.splice(at + 1..at + 1, types.iter().copied());
@@ -195,7 +193,7 @@ impl Session {
     /// recorded in the global registry; the client gets weir's statement id.
     pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
-        let (command, info, cacheable, exec_pins, repeatable, statement_scoped_set) = {
+        let (command, info, cacheable, exec_pins, repeatable, pipelinable, statement_scoped_set) = {
             let p = cmd.payload();
             let q = p.get(1..).unwrap_or_default();
             let mut text = String::new();
@@ -208,6 +206,7 @@ impl Session {
                 cacheable,
                 prepared_pins(&scan),
                 repeatable(&scan),
+                repeatable(&scan) && !scan.reads_previous_result && !scan.reads_last_insert_id,
                 scan.statement_scoped_set,
             )
         };
@@ -273,6 +272,7 @@ impl Session {
                     cursor: false,
                     exec_pins,
                     repeatable,
+                    pipelinable,
                     statement_scoped_set,
                 },
             );
@@ -436,55 +436,91 @@ impl Session {
         }
         let limits = self.execute_limits(id);
         let mut retries = limits.retries;
+        let depth = self.pipeline_depth_for_execute(id, payload, &limits);
+        let mut joined = match (depth, self.prepared.get(&id)) {
+            (Some(_), Some(p)) => {
+                let (global, params, types) = (p.global.id, p.global.params, p.param_types.clone());
+                self.join_pipe_with_execute(global, |sid| {
+                    execute_for(payload, sid, params, types.as_deref())
+                })
+                .await
+            }
+            _ => None,
+        };
         loop {
-            if self.acquire(seq).await?.is_none() {
-                return Ok(None);
-            }
-            let server_id = match self.ensure_prepared(id, seq).await? {
-                Ensure::Ready(sid) => sid,
-                Ensure::Refused => return Ok(None),
-                Ensure::Lost(e) if retries > 0 && !self.tied() => {
-                    retries -= 1;
-                    GlobalStats::inc(&self.shared.stats.query_retries);
-                    tracing::info!(session = self.handle.id, error = %e, "re-preparing on another connection");
-                    continue;
-                }
-                Ensure::Lost(e) => {
-                    let tied = self.tied();
-                    self.client.send_err(seq, &lost_backend(&e)).await?;
-                    if tied {
-                        return Err(ClientError::Closed);
+            let (exec, sent) = match joined.take() {
+                Some(exec) => (exec, true),
+                None => {
+                    if self.acquire(seq).await?.is_none() {
+                        return Ok(None);
                     }
-                    return Ok(None);
+                    let server_id = match self.ensure_prepared(id, seq).await? {
+                        Ensure::Ready(sid) => sid,
+                        Ensure::Refused => return Ok(None),
+                        Ensure::Lost(e) if retries > 0 && !self.tied() => {
+                            retries -= 1;
+                            GlobalStats::inc(&self.shared.stats.query_retries);
+                            tracing::info!(session = self.handle.id, error = %e, "re-preparing on another connection");
+                            continue;
+                        }
+                        Ensure::Lost(e) => {
+                            let tied = self.tied();
+                            self.client.send_err(seq, &lost_backend(&e)).await?;
+                            if tied {
+                                return Err(ClientError::Closed);
+                            }
+                            return Ok(None);
+                        }
+                    };
+                    let Some(p) = self.prepared.get(&id) else {
+                        return Ok(None);
+                    };
+                    let exec = execute_for(
+                        payload,
+                        server_id,
+                        p.global.params,
+                        p.param_types.as_deref(),
+                    );
+                    if !p.long_data.is_empty() {
+                        let mut out = bytes::BytesMut::new();
+                        for chunk in &p.long_data {
+                            weir_wire::packet::write_packet(
+                                &mut out,
+                                0,
+                                &with_server_id(chunk, server_id),
+                            );
+                        }
+                        let sent = match self.backend.as_mut() {
+                            Some(b) => crate::relay::forward_command(b.conn(), &out).await,
+                            None => Ok(()),
+                        };
+                        if let Err(e) = sent {
+                            tracing::debug!(error = %e, "backend failed on long data");
+                            let tied = self.tied();
+                            self.drop_backend().await;
+                            if retries > 0 && !tied {
+                                retries -= 1;
+                                continue;
+                            }
+                            self.client.send_err(seq, &lost_backend(&e)).await?;
+                            return Ok(None);
+                        }
+                    }
+                    let sent = match depth {
+                        Some(depth) => match self.open_pipe(&exec.raw, depth, true).await {
+                            Opened::Yes => true,
+                            Opened::No => false,
+                            // Nothing ran: the execution goes to another connection.
+                            Opened::Lost => continue,
+                        },
+                        None => false,
+                    };
+                    (exec, sent)
                 }
             };
-            let Some(p) = self.prepared.get(&id) else {
-                return Ok(None);
-            };
-            let exec = execute_for(payload, server_id, p);
-            if !p.long_data.is_empty() {
-                let mut out = bytes::BytesMut::new();
-                for chunk in &p.long_data {
-                    weir_wire::packet::write_packet(&mut out, 0, &with_server_id(chunk, server_id));
-                }
-                let sent = match self.backend.as_mut() {
-                    Some(b) => crate::relay::forward_command(b.conn(), &out).await,
-                    None => Ok(()),
-                };
-                if let Err(e) = sent {
-                    tracing::debug!(error = %e, "backend failed on long data");
-                    let tied = self.tied();
-                    self.drop_backend().await;
-                    if retries > 0 && !tied {
-                        retries -= 1;
-                        continue;
-                    }
-                    self.client.send_err(seq, &lost_backend(&e)).await?;
-                    return Ok(None);
-                }
-            }
+            let wire: &[u8] = if sent { &[] } else { &exec.raw };
             match self
-                .exchange(&exec, &exec.raw, Expect::ResultSets, seq, &limits)
+                .exchange(&exec, wire, Expect::ResultSets, seq, &limits)
                 .await?
             {
                 Step::Replied(o) => return Ok(Some(o)),
@@ -499,6 +535,29 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// mysql-pipeline_depth when an execution of statement `id` may go through a pipe: as
+    /// for a text query (see `run_decided`), and no cursor or long data.
+    fn pipeline_depth_for_execute(&self, id: u32, payload: &[u8], limits: &Limits) -> Option<u32> {
+        let m = &self.shared.runtime.load().mysql;
+        let p = self.prepared.get(&id)?;
+        let eligible = m.pipeline_depth > 1
+            && m.multiplexing
+            && m.connection_delay_multiplex.is_zero()
+            && p.pipelinable
+            && !p.cursor
+            && p.long_data.is_empty()
+            && p.exec_pins == 0
+            && payload.get(5).is_none_or(|f| f & CURSOR_TYPE_MASK == 0)
+            && self.pins == 0
+            && !self.hold_next
+            && self.keep_for == 0
+            && self.backend.is_none()
+            && self.autocommit()
+            && limits.timeout_rule.is_none()
+            && self.effects.is_none();
+        eligible.then_some(m.pipeline_depth)
     }
 
     /// Prepares statement `id` on the held connection unless it already is.

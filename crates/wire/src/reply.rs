@@ -110,7 +110,7 @@ pub struct ReplyTracker {
     expect: Expect,
     state: State,
     continuation: bool,
-    last_status: u16,
+    last_status: Option<u16>,
 }
 
 impl ReplyTracker {
@@ -120,7 +120,7 @@ impl ReplyTracker {
             expect,
             state: State::Start,
             continuation: false,
-            last_status: 0,
+            last_status: None,
         }
     }
 
@@ -147,8 +147,10 @@ impl ReplyTracker {
         }
     }
 
-    /// Status flags of the last OK or EOF seen.
-    pub fn last_status(&self) -> u16 {
+    /// Status flags of the last OK or EOF seen; `None` when the reply had none (an ERR, a
+    /// prepare's reply without EOFs, COM_STATISTICS): the server's state is then unchanged
+    /// as far as weir can tell.
+    pub fn last_status(&self) -> Option<u16> {
         self.last_status
     }
 
@@ -187,7 +189,7 @@ impl ReplyTracker {
                     return Err(unexpected(self.state));
                 }
                 let (_, status) = parse_eof(head)?;
-                self.last_status = status;
+                self.last_status = Some(status);
                 // A read-only cursor was opened: rows come later through COM_STMT_FETCH.
                 self.state = if status & status::CURSOR_EXISTS != 0 {
                     State::Done
@@ -199,7 +201,7 @@ impl ReplyTracker {
             State::Rows => {
                 if is_eof(len, first) {
                     let (warnings, status) = parse_eof(head)?;
-                    self.last_status = status;
+                    self.last_status = Some(status);
                     self.state = if status & status::MORE_RESULTS_EXISTS != 0
                         && self.expect == Expect::ResultSets
                     {
@@ -266,7 +268,7 @@ impl ReplyTracker {
             Expect::ResultSets => match first {
                 0x00 => {
                     let ok = OkInfo::parse(head)?;
-                    self.last_status = ok.status;
+                    self.last_status = Some(ok.status);
                     if ok.status & status::MORE_RESULTS_EXISTS == 0 {
                         self.state = State::Done;
                     }
@@ -288,7 +290,7 @@ impl ReplyTracker {
             Expect::FieldList => {
                 if is_eof(len, first) {
                     let (warnings, status) = parse_eof(head)?;
-                    self.last_status = status;
+                    self.last_status = Some(status);
                     self.state = State::Done;
                     Ok(Role::EndOfRows { warnings, status })
                 } else {
@@ -333,12 +335,12 @@ impl ReplyTracker {
                 match first {
                     0x00 => {
                         let ok = OkInfo::parse(head)?;
-                        self.last_status = ok.status;
+                        self.last_status = Some(ok.status);
                         Ok(Role::Ok(ok))
                     }
                     0xfe if len < 9 => {
                         let (warnings, status) = parse_eof(head)?;
-                        self.last_status = status;
+                        self.last_status = Some(status);
                         Ok(Role::EndOfRows { warnings, status })
                     }
                     _ => Err(WireError::Unexpected {
@@ -353,7 +355,7 @@ impl ReplyTracker {
     fn feed_rows_again(&mut self, len: usize, first: u8, head: &[u8]) -> Result<Role, WireError> {
         if is_eof(len, first) {
             let (warnings, status) = parse_eof(head)?;
-            self.last_status = status;
+            self.last_status = Some(status);
             self.state = State::Done;
             Ok(Role::EndOfRows { warnings, status })
         } else {

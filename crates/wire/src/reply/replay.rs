@@ -71,7 +71,7 @@ pub fn replay(
     }
     Ok(Replayed {
         rows,
-        status: tracker.last_status(),
+        status: tracker.last_status().unwrap_or(0),
     })
 }
 
