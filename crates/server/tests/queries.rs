@@ -294,3 +294,56 @@ async fn change_user_to_an_unknown_schema_fails_and_keeps_the_session() {
     let db: Option<String> = other.query_first("SELECT DATABASE()").await.unwrap();
     assert_eq!(db.as_deref(), Some("weirtest"));
 }
+
+/// A refused COM_CHANGE_USER behaves as on the server: the client gets 1045, its session is
+/// reset (transaction rolled back, variables gone) and stays logged in as before; after three
+/// refusals the command itself is refused. Run against the server directly, then through weir.
+#[tokio::test]
+async fn a_refused_change_user_resets_the_session_and_keeps_it() {
+    let direct = common::topo().primary.port;
+    let mut seen = Vec::new();
+    for port in [direct, common::weir().port] {
+        let mut c = Conn::new(common::opts_for(
+            port,
+            weir_testkit::WEIR_USER,
+            weir_testkit::WEIR_PASS,
+            Some("weirtest"),
+        ))
+        .await
+        .unwrap();
+        c.query_drop("CREATE TABLE IF NOT EXISTS weirtest.cu_t (id INT PRIMARY KEY)")
+            .await
+            .unwrap();
+        c.query_drop("DELETE FROM weirtest.cu_t").await.unwrap();
+        c.query_drop("SET @kept = 41").await.unwrap();
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("INSERT INTO weirtest.cu_t VALUES (1)")
+            .await
+            .unwrap();
+        let mut log = Vec::new();
+        for attempt in 0..4 {
+            let e = c
+                .change_user(
+                    mysql_async::ChangeUserOpts::default()
+                        .with_user(Some(weir_testkit::WEIR_USER.into()))
+                        .with_pass(Some("wrong password".into())),
+                )
+                .await
+                .unwrap_err();
+            // The code and SQLSTATE (weir's 1047 message says why).
+            let e = e.to_string();
+            let code = e.find("ERROR ").map(|i| &e[i..i + 20]);
+            log.push(format!("attempt {attempt}: {code:?}"));
+        }
+        type State = (Option<i64>, Option<String>, i64);
+        let after: Result<Option<State>, _> = c
+            .query_first("SELECT @kept, DATABASE(), (SELECT COUNT(*) FROM weirtest.cu_t)")
+            .await;
+        log.push(format!("after: {after:?}"));
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "through weir, then directly");
+    assert!(seen[0][0].contains("1045 (28000)"), "{seen:?}");
+    assert!(seen[0][3].contains("1047 (08S01)"), "{seen:?}");
+    assert_eq!(seen[0][4], "after: Ok(Some((None, Some(\"weirtest\"), 0)))");
+}

@@ -549,6 +549,16 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         };
+        if self.failed_change_user >= MAX_FAILED_CHANGE_USER {
+            // As MariaDB: against password guessing, no more attempts on this connection.
+            let e = ErrInfo::new(
+                errcode::ER_UNKNOWN_COM_ERROR,
+                "08S01",
+                "Unknown command: COM_CHANGE_USER was refused 3 times on this connection",
+            );
+            self.client.send_err(seq, &e).await?;
+            return Ok(Flow::Continue);
+        }
         let (user, cred, seq) = match crate::auth::change_user(
             &self.shared,
             &mut self.client,
@@ -558,7 +568,14 @@ impl Session {
         .await
         {
             Ok(v) => v,
-            Err(crate::auth::LoginError::Refused) => return Ok(Flow::Quit),
+            Err(crate::auth::LoginError::Refused) => {
+                // The client got 1045. As on the server, the session is reset all the same
+                // (transaction, variables, statements) and stays logged in as its user, in
+                // its schema.
+                self.failed_change_user += 1;
+                self.forget_session().await;
+                return Ok(Flow::Continue);
+            }
             Err(crate::auth::LoginError::Io(e)) => return Err(e),
         };
         // A schema the new user cannot use fails the change, as on the server, and the
@@ -695,6 +712,9 @@ impl Session {
         Ok(())
     }
 }
+
+/// Refused COM_CHANGE_USER attempts after which the command is refused outright.
+const MAX_FAILED_CHANGE_USER: u8 = 3;
 
 /// What a statement weir may answer itself reads from the client's previous statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

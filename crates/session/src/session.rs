@@ -57,6 +57,8 @@ pub struct Session {
     /// What ROW_COUNT() returns on the server after the client's last statement, when weir
     /// saw its reply whole (`None`: unknown, the server is asked).
     pub(crate) row_count: Option<i64>,
+    /// COM_CHANGE_USER attempts refused so far: after 3, the server refuses the command.
+    pub(crate) failed_change_user: u8,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     /// The client's statements by the ids weir gave them; looked up at every execution.
@@ -255,6 +257,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
         row_count: None,
+        failed_change_user: 0,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,

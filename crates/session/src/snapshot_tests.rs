@@ -74,6 +74,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
         row_count: None,
+        failed_change_user: 0,
         prepared: Default::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,
