@@ -125,6 +125,10 @@ pub struct BackendConn {
     pub collation: u8,
     /// Status flags of the last reply.
     pub status: u16,
+    /// Whether a READ ONLY transaction ever ran here: MariaDB may keep the session read-only
+    /// after it ends by `SET autocommit = 1`, so the connection is not reused by another
+    /// client.
+    pub read_only_trx_seen: bool,
     /// When it was opened.
     pub created: Instant,
     /// When it last finished a statement.
@@ -247,6 +251,7 @@ impl BackendConn {
             schema: None,
             collation: params.collation,
             status: 0,
+            read_only_trx_seen: false,
             created: Instant::now(),
             last_used: Instant::now(),
             stmts: StmtCache::default(),
@@ -288,7 +293,7 @@ impl BackendConn {
             let (seq, p) = conn.read_packet().await?;
             match p.first() {
                 Some(0x00) => {
-                    conn.status = OkInfo::parse(&p)?.status;
+                    conn.set_status(OkInfo::parse(&p)?.status);
                     conn.schema = params.schema.clone();
                     return Ok(conn);
                 }
@@ -419,7 +424,7 @@ impl BackendConn {
             }
         }
         if let Ok(ok) = &result {
-            self.status = ok.status;
+            self.set_status(ok.status);
         }
         self.last_used = Instant::now();
         result
@@ -518,8 +523,8 @@ impl BackendConn {
                     }
                     out.rows.push(row);
                 }
-                Role::Ok(ok) => self.status = ok.status,
-                Role::EndOfRows { status, .. } => self.status = status,
+                Role::Ok(ok) => self.set_status(ok.status),
+                Role::EndOfRows { status, .. } => self.set_status(status),
                 Role::Err => error = Some(ErrInfo::parse(body)?),
                 _ => {}
             }
@@ -558,6 +563,17 @@ impl BackendConn {
             self.stream.try_read_buf(&mut self.rbuf),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
         )
+    }
+
+    /// Records the status flags of a reply.
+    pub fn set_status(&mut self, status: u16) {
+        self.status = status;
+        self.read_only_trx_seen |= status & weir_wire::status::IN_TRANS_READONLY != 0;
+    }
+
+    /// Whether a client other than the one that used it last may get it.
+    pub fn reusable(&self) -> bool {
+        !self.in_transaction() && !self.read_only_trx_seen
     }
 
     /// Whether the last reply left a transaction open.

@@ -529,7 +529,7 @@ impl Pool {
             return;
         };
         let server = pooled.server.clone();
-        if clean && !conn.in_transaction() && server.accepts_returns() {
+        if clean && conn.reusable() && server.accepts_returns() {
             // Idle connections over mysql-free_connections_pct are closed by `trim_idle`, once
             // they have sat idle a while; PooledConn::drop releases the used slot.
             server.put_idle(pooled.key.clone(), conn);

@@ -708,6 +708,59 @@ async fn a_transaction_keeps_its_connection_through_errors_and_prepares() {
     }
 }
 
+/// Two ways a connection used to go back to the pool with server state another client would
+/// trip over: a statement that fails with autocommit off (it opens a transaction all the
+/// same, and an ERR carries no status flags), and a READ ONLY transaction ended by
+/// `SET autocommit = 1` (MariaDB keeps the session read-only after it).
+#[tokio::test]
+async fn no_transaction_state_reaches_the_next_client() {
+    let w = start_with_max(1, "");
+    let mut c = connect(&w, Some("weirtest")).await;
+    let mut other = connect(&w, Some("weirtest")).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS tx_next (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    c.query_drop("DELETE FROM tx_next").await.unwrap();
+    c.query_drop("INSERT INTO tx_next VALUES (1)")
+        .await
+        .unwrap();
+
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    assert!(c
+        .query_drop("INSERT INTO tx_next VALUES (1)")
+        .await
+        .is_err());
+    assert_eq!(
+        pool_use(&w).0,
+        1,
+        "the failed statement's transaction keeps the connection"
+    );
+    let in_trans: Option<i64> = c.query_first("SELECT @@in_transaction").await.unwrap();
+    assert_eq!(in_trans, Some(1), "as on the server");
+    c.query_drop("ROLLBACK").await.unwrap();
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    assert_eq!(pool_use(&w).0, 0);
+
+    c.query_drop("START TRANSACTION READ ONLY").await.unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    other
+        .query_drop("INSERT INTO tx_next VALUES (2)")
+        .await
+        .unwrap();
+    other.query_drop("BEGIN").await.unwrap();
+    other
+        .query_drop("INSERT INTO tx_next VALUES (3)")
+        .await
+        .unwrap();
+    other.query_drop("COMMIT").await.unwrap();
+    let n: Option<i64> = other
+        .query_first("SELECT COUNT(*) FROM tx_next")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(3));
+}
+
 /// ROW_COUNT() reads the client's own last statement, not whatever last ran on the connection
 /// it gets: weir answers it from the reply it relayed (affected rows of an OK, -1 after rows or
 /// an error). One backend connection, so every other client's statement runs in between on it.
@@ -757,6 +810,17 @@ async fn row_count_follows_the_client_not_the_connection() {
     c.exec_drop(&stmt, (2,)).await.unwrap();
     other.query_drop("SELECT 2").await.unwrap();
     assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 2);
+
+    // The last result of several counts; a ping resets it, as on the server.
+    c.query_drop("SELECT 1; UPDATE rc_t SET v = v + 1 WHERE id = 1")
+        .await
+        .unwrap();
+    other.query_drop("SELECT 3").await.unwrap();
+    assert_eq!(row_count(&mut c, "/* app */ SELECT ROW_COUNT()").await, 1);
+    c.query_drop("UPDATE rc_t SET v = v + 1").await.unwrap();
+    c.ping().await.unwrap();
+    other.query_drop("UPDATE rc_t SET v = v + 1").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 0);
 
     // Inside a transaction the server answers, on the connection the client holds.
     c.query_drop("BEGIN").await.unwrap();

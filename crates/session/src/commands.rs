@@ -25,7 +25,11 @@ impl Session {
         match cmd.code() {
             com::QUIT => return Ok(Flow::Quit),
             com::QUERY => return self.query(cmd).await,
-            com::PING => self.client.send_ok(seq, &self.ok_status()).await?,
+            com::PING => {
+                // The server's ROW_COUNT() is 0 after a ping.
+                self.row_count = self.row_count.map(|_| 0);
+                self.client.send_ok(seq, &self.ok_status()).await?
+            }
             com::INIT_DB => self.init_db(&cmd).await?,
             com::FIELD_LIST => return self.forward(cmd, Expect::FieldList, 0).await,
             com::STATISTICS => return self.forward(cmd, Expect::Single, 0).await,
@@ -171,6 +175,9 @@ impl Session {
             .as_ref()
             .ok()
             .and_then(|o| o.as_ref())
+            .filter(|o| {
+                !(o.several_results && (scan.kind == StatementKind::Call || scan.statements == 1))
+            })
             .and_then(ReplyOutcome::row_count);
         if m.query_digests {
             self.record_digest(
@@ -425,6 +432,14 @@ impl Session {
         use_schema: Option<String>,
     ) {
         let succeeded = outcome.error.is_none();
+        if !succeeded && !self.autocommit() {
+            // With autocommit off even a failing statement opens a transaction (and may hold
+            // locks), and an ERR carries no status flags: the connection stays with the
+            // session until a reply says the transaction ended.
+            if let Some(b) = self.backend.as_mut() {
+                b.conn().status |= status::IN_TRANS;
+            }
+        }
         if succeeded && !self.effects.statement_scoped_set {
             self.mode_status = outcome.status & status::SQL_MODE_FLAGS;
         }
@@ -732,7 +747,11 @@ enum Fact {
 /// For `SELECT LAST_INSERT_ID() [[AS] alias]` or `SELECT ROW_COUNT() [[AS] alias]` alone: what
 /// it reads and the column name the client gets.
 fn previous_fact_query(q: &[u8]) -> Option<(PreviousFact, String)> {
-    let t = std::str::from_utf8(q).ok()?.trim();
+    let mut t = std::str::from_utf8(q).ok()?.trim();
+    // Leading comments (ORMs and tracing tools add them).
+    while let Some(rest) = t.strip_prefix("/*") {
+        t = rest.get(rest.find("*/")? + 2..)?.trim_start();
+    }
     let t = t.strip_suffix(';').unwrap_or(t).trim_end();
     let mut words = t.split_whitespace();
     if !words.next()?.eq_ignore_ascii_case("SELECT") {
@@ -792,6 +811,10 @@ mod tests {
             named("SELECT ROW_COUNT() `n`"),
             Some((PreviousFact::RowCount, "n".into()))
         );
+        assert_eq!(
+            named("/* app */ /* trace */SELECT ROW_COUNT()"),
+            Some((PreviousFact::RowCount, "ROW_COUNT()".into()))
+        );
         for q in [
             "SELECT LAST_INSERT_ID(5)",
             "SELECT LAST_INSERT_ID() + 1",
@@ -800,6 +823,8 @@ mod tests {
             "SELECT ROW_COUNT() AS `a b`",
             "SELECT FOUND_ROWS()",
             "DO ROW_COUNT()",
+            "/* unterminated SELECT ROW_COUNT()",
+            "/*!50000 SELECT */ ROW_COUNT()",
         ] {
             assert_eq!(named(q), None, "{q}");
         }

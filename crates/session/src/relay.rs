@@ -49,13 +49,11 @@ pub struct ReplyOutcome {
 
 impl ReplyOutcome {
     /// What `ROW_COUNT()` returns on the server after this reply, when that is certain: the
-    /// affected rows of an OK, -1 after rows or an error.
+    /// affected rows of the last OK, -1 after rows or an error. Not for a `CALL` (see
+    /// `several_results`), whose final OK says nothing of the procedure's statements.
     pub fn row_count(&self) -> Option<i64> {
         if self.error.is_some() {
             return Some(-1);
-        }
-        if self.several_results {
-            return None;
         }
         if self.ended_with_rows {
             return Some(-1);
@@ -233,7 +231,7 @@ pub async fn relay_reply<'a>(
     // transaction must not make it look finished (the connection would go back to the pool
     // with the transaction open).
     if let Some(st) = r.tracker.last_status() {
-        r.conn.status = st;
+        r.conn.set_status(st);
     }
     r.out.status = r.conn.status;
     r.conn.last_used = std::time::Instant::now();
