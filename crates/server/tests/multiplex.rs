@@ -761,6 +761,36 @@ async fn no_transaction_state_reaches_the_next_client() {
     assert_eq!(n, Some(3));
 }
 
+/// `SHOW WARNINGS` / `SHOW ERRORS` never show another client's: a client whose last statement
+/// left none gets an empty list (and 0 from the COUNT(*) forms), whichever connection is free.
+#[tokio::test]
+async fn another_clients_warnings_and_errors_are_never_shown() {
+    let w = start_with_max(1, "");
+    let mut b = connect(&w, Some("weirtest")).await;
+    let mut a = connect(&w, Some("weirtest")).await;
+    b.query_drop("SELECT CAST('12abc' AS SIGNED)")
+        .await
+        .unwrap();
+    let shown: Vec<mysql_async::Row> = a.query("SHOW WARNINGS").await.unwrap();
+    assert!(shown.is_empty(), "a fresh client saw another's warning");
+    assert!(b.query_drop("SELECT * FROM no_such_table").await.is_err());
+    let shown: Vec<mysql_async::Row> = a.query("/* x */ show errors;").await.unwrap();
+    assert!(shown.is_empty(), "a fresh client saw another's error");
+    let n: Option<u64> = a.query_first("SHOW COUNT(*) WARNINGS").await.unwrap();
+    assert_eq!(n, Some(0));
+    // Its own still show, on the connection it ran on.
+    a.query_drop("SELECT CAST('7x' AS SIGNED)").await.unwrap();
+    let shown: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!(shown[0].1, 1292);
+    a.query_drop("SELECT 1").await.unwrap();
+    b.query_drop("SELECT CAST('12abc' AS SIGNED)")
+        .await
+        .unwrap();
+    let n: Option<u64> = a.query_first("SHOW COUNT(*) ERRORS").await.unwrap();
+    assert_eq!(n, Some(0));
+}
+
 /// ROW_COUNT() reads the client's own last statement, not whatever last ran on the connection
 /// it gets: weir answers it from the reply it relayed (affected rows of an OK, -1 after rows or
 /// an error). One backend connection, so every other client's statement runs in between on it.

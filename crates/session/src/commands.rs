@@ -21,6 +21,7 @@ impl Session {
             // Known again only where the reply of a statement is seen; a query may read it
             // first.
             self.row_count = None;
+            self.no_diagnostics = false;
         }
         match cmd.code() {
             com::QUIT => return Ok(Flow::Quit),
@@ -87,6 +88,7 @@ impl Session {
         self.counted = Some(scan.command);
         self.repeatable = crate::stmt::repeatable(&scan);
         let previous_row_count = self.row_count.take();
+        let no_diagnostics = std::mem::take(&mut self.no_diagnostics);
         // A statement reading what the previous one left on its connection would read another
         // client's there.
         self.pipelinable =
@@ -136,6 +138,20 @@ impl Session {
                 let p = cmd.payload();
                 previous_fact_query(p.get(1..).unwrap_or_default())
             };
+            if no_diagnostics {
+                let shown = {
+                    let p = cmd.payload();
+                    diagnostics_query(p.get(1..).unwrap_or_default())
+                };
+                if let Some(count) = shown {
+                    // Nothing to show: as on a connection of the client's own.
+                    self.answer_no_diagnostics(count, seq).await?;
+                    self.no_diagnostics = true;
+                    self.decision = decision;
+                    self.effects = Default::default();
+                    return Ok(Flow::Continue);
+                }
+            }
             let answer = local.and_then(|(fact, alias)| match fact {
                 PreviousFact::LastInsertId => Some((alias, Fact::Unsigned(self.last_insert_id))),
                 PreviousFact::RowCount => previous_row_count.map(|n| (alias, Fact::Signed(n))),
@@ -144,6 +160,7 @@ impl Session {
                 // Answered from the last reply, as the server would: no backend needed.
                 self.answer_fact(&alias, value, seq).await?;
                 self.row_count = Some(-1);
+                self.no_diagnostics = true;
                 self.decision = decision;
                 self.effects = Default::default();
                 return Ok(Flow::Continue);
@@ -171,6 +188,11 @@ impl Session {
                     .await
             }
         };
+        self.no_diagnostics = flow
+            .as_ref()
+            .ok()
+            .and_then(|o| o.as_ref())
+            .is_some_and(|o| o.error.is_none() && o.warnings == 0);
         self.row_count = flow
             .as_ref()
             .ok()
@@ -487,6 +509,45 @@ impl Session {
         self.release();
     }
 
+    /// Answers `SHOW WARNINGS` / `SHOW ERRORS` (no row) or their `COUNT(*)` forms (0) for a
+    /// client whose last statement left none.
+    async fn answer_no_diagnostics(
+        &mut self,
+        count: Option<&str>,
+        seq: u8,
+    ) -> Result<(), ClientError> {
+        let status = self.ok_status().status;
+        let mut out = bytes::BytesMut::new();
+        match count {
+            Some(name) => {
+                let col = [weir_wire::msg::ColumnSpec::unsigned_bigint(name)];
+                let mut set = weir_wire::msg::TextResultSet::begin_columns(
+                    &mut out,
+                    seq,
+                    self.client.caps,
+                    &col,
+                    status,
+                );
+                set.row(&[Some(b"0".as_slice())]);
+                set.finish(status);
+            }
+            None => {
+                let cols = ["Level", "Code", "Message"].map(weir_wire::msg::ColumnSpec::text);
+                let set = weir_wire::msg::TextResultSet::begin_columns(
+                    &mut out,
+                    seq,
+                    self.client.caps,
+                    &cols,
+                    status,
+                );
+                set.finish(status);
+            }
+        }
+        self.client.wbuf.extend_from_slice(&out);
+        self.client.flush_wbuf().await?;
+        Ok(())
+    }
+
     /// Answers `SELECT LAST_INSERT_ID()` or `SELECT ROW_COUNT()` with the value weir keeps.
     async fn answer_fact(&mut self, alias: &str, value: Fact, seq: u8) -> Result<(), ClientError> {
         let status = self.ok_status().status;
@@ -527,6 +588,7 @@ impl Session {
                 self.schema = Some(db.clone());
                 Arc::make_mut(&mut self.login).schema = Some(db);
                 self.row_count = Some(0);
+                self.no_diagnostics = true;
                 let ok = self.ok_status();
                 self.client.send_ok(seq, &ok).await?;
                 self.release();
@@ -744,14 +806,42 @@ enum Fact {
     Signed(i64),
 }
 
-/// For `SELECT LAST_INSERT_ID() [[AS] alias]` or `SELECT ROW_COUNT() [[AS] alias]` alone: what
-/// it reads and the column name the client gets.
-fn previous_fact_query(q: &[u8]) -> Option<(PreviousFact, String)> {
-    let mut t = std::str::from_utf8(q).ok()?.trim();
-    // Leading comments (ORMs and tracing tools add them).
+/// For `SHOW WARNINGS` / `SHOW ERRORS` alone: `Some(None)`; for `SHOW COUNT(*) WARNINGS` /
+/// `ERRORS`: `Some(Some(column name))`.
+fn diagnostics_query(q: &[u8]) -> Option<Option<&'static str>> {
+    let t = strip_leading_comments(std::str::from_utf8(q).ok()?)?;
+    let t = t.strip_suffix(';').unwrap_or(t).trim_end();
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let is = |w: &str, k: &str| w.eq_ignore_ascii_case(k);
+    match words.as_slice() {
+        [show, w] if is(show, "SHOW") && (is(w, "WARNINGS") || is(w, "ERRORS")) => Some(None),
+        [show, count, w] if is(show, "SHOW") && is(count, "COUNT(*)") => {
+            if is(w, "WARNINGS") {
+                Some(Some("@@session.warning_count"))
+            } else if is(w, "ERRORS") {
+                Some(Some("@@session.error_count"))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `q` without the comments before its first word; `None` when one is not closed.
+fn strip_leading_comments(q: &str) -> Option<&str> {
+    let mut t = q.trim();
     while let Some(rest) = t.strip_prefix("/*") {
         t = rest.get(rest.find("*/")? + 2..)?.trim_start();
     }
+    Some(t)
+}
+
+/// For `SELECT LAST_INSERT_ID() [[AS] alias]` or `SELECT ROW_COUNT() [[AS] alias]` alone: what
+/// it reads and the column name the client gets.
+fn previous_fact_query(q: &[u8]) -> Option<(PreviousFact, String)> {
+    // Leading comments (ORMs and tracing tools add them).
+    let t = strip_leading_comments(std::str::from_utf8(q).ok()?)?;
     let t = t.strip_suffix(';').unwrap_or(t).trim_end();
     let mut words = t.split_whitespace();
     if !words.next()?.eq_ignore_ascii_case("SELECT") {
@@ -787,7 +877,29 @@ fn previous_fact_query(q: &[u8]) -> Option<(PreviousFact, String)> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{previous_fact_query, PreviousFact};
+    use super::{diagnostics_query, previous_fact_query, PreviousFact};
+
+    #[test]
+    fn lone_diagnostics_queries_are_recognised() {
+        assert_eq!(diagnostics_query(b"SHOW WARNINGS"), Some(None));
+        assert_eq!(diagnostics_query(b"/* c */ show errors ;"), Some(None));
+        assert_eq!(
+            diagnostics_query(b"SHOW COUNT(*) WARNINGS"),
+            Some(Some("@@session.warning_count"))
+        );
+        assert_eq!(
+            diagnostics_query(b"show count(*) errors"),
+            Some(Some("@@session.error_count"))
+        );
+        for q in [
+            "SHOW WARNINGS LIMIT 1",
+            "SHOW TABLES",
+            "SHOW COUNT(*) TABLES",
+            "SELECT 1",
+        ] {
+            assert_eq!(diagnostics_query(q.as_bytes()), None, "{q}");
+        }
+    }
 
     fn named(q: &str) -> Option<(PreviousFact, String)> {
         previous_fact_query(q.as_bytes())

@@ -59,6 +59,10 @@ pub struct Session {
     pub(crate) row_count: Option<i64>,
     /// COM_CHANGE_USER attempts refused so far: after 3, the server refuses the command.
     pub(crate) failed_change_user: u8,
+    /// Whether the client's last statement left no warning or error on the server (a fresh
+    /// session has none): `SHOW WARNINGS` and the like are then answered by weir, empty,
+    /// rather than from whichever connection they would land on.
+    pub(crate) no_diagnostics: bool,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     /// The client's statements by the ids weir gave them; looked up at every execution.
@@ -258,6 +262,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         last_insert_id: 0,
         row_count: None,
         failed_change_user: 0,
+        no_diagnostics: true,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,

@@ -75,6 +75,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         last_insert_id: 0,
         row_count: None,
         failed_change_user: 0,
+        no_diagnostics: true,
         prepared: Default::default(),
         next_stmt_id: 0,
         reply_stmt_id: None,

@@ -168,6 +168,7 @@ impl Session {
         self.held = Held::default();
         self.effects = Effects::default();
         self.last_insert_id = 0;
+        self.no_diagnostics = true;
         self.mode_status = 0;
         self.pins = 0;
         self.keep_for = 0;

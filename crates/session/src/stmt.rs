@@ -285,6 +285,7 @@ impl Session {
     /// there first if needed; answered from the query cache when a rule caches it.
     pub(crate) async fn execute(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         self.row_count = None;
+        self.no_diagnostics = false;
         let seq = cmd.last_seq.wrapping_add(1);
         let id = statement_id(&cmd);
         let payload = cmd.payload();
@@ -350,6 +351,7 @@ impl Session {
             }
         }
         self.row_count = outcome.row_count();
+        self.no_diagnostics = outcome.error.is_none() && outcome.warnings == 0;
         if !self.cache_hit {
             self.after_reply(&outcome, exec_pins, None);
         }
