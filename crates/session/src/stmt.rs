@@ -543,9 +543,12 @@ impl Session {
     /// for a text query (see `run_decided`), and no cursor or long data.
     fn pipeline_depth_for_execute(&self, id: u32, payload: &[u8], limits: &Limits) -> Option<u32> {
         let m = &self.shared.runtime.load().mysql;
+        if m.pipeline_depth <= 1 {
+            // Off (the default): nothing more to look up per execution.
+            return None;
+        }
         let p = self.prepared.get(&id)?;
-        let eligible = m.pipeline_depth > 1
-            && m.multiplexing
+        let eligible = m.multiplexing
             && m.connection_delay_multiplex.is_zero()
             && p.pipelinable
             && !p.cursor
