@@ -7,6 +7,8 @@ use crate::stmts::StmtCache;
 use crate::BackendError;
 use bytes::BytesMut;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -115,6 +117,10 @@ pub struct BackendConn {
     pub rbuf: BytesMut,
     /// Server thread id (for KILL QUERY).
     pub connection_id: u32,
+    /// KILL QUERYs weir sent to this server thread: how many started (high 32 bits) and how
+    /// many landed (low 32 bits). A statement queued behind another on the connection that
+    /// gets ERR 1317 can tell from them whether a KILL meant for another may have stopped it.
+    pub kill_queries: Arc<AtomicU64>,
     /// Server version string.
     pub server_version: String,
     /// Negotiated capabilities.
@@ -246,6 +252,7 @@ impl BackendConn {
             stream,
             rbuf: BytesMut::with_capacity(READ_CHUNK),
             connection_id: 0,
+            kill_queries: Arc::default(),
             server_version: String::new(),
             capabilities: 0,
             schema: None,

@@ -1398,6 +1398,102 @@ async fn pipelined_statements_survive_clients_that_leave() {
     }
 }
 
+/// mysql-pipeline_depth and KILL QUERY: a KILL QUERY for a pipelined statement the server has
+/// already finished (its reply still on its way to a slow client) lands on the statement behind
+/// it on the connection, another client's. That one runs again on a connection of its own: its
+/// client gets its result, not ERROR 1317.
+#[test]
+fn a_kill_meant_for_a_pipelined_statement_stops_no_other_client() {
+    use common::raw::{err_code, RawClient};
+    use std::time::Duration;
+    use weir_wire::reply::Expect;
+    // One worker: pipes are per worker thread.
+    let w = start("pipeline_depth = 8\nthreads = 1");
+    let login = |db: Option<&str>| {
+        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
+        assert_eq!(p.get(0), Some(&0), "login: {p:?}");
+        c
+    };
+    let pipelined = || -> u64 {
+        value(
+            &w,
+            "SELECT Variable_Value FROM stats_mysql_global \
+             WHERE Variable_Name = 'Pipelined_statements'",
+        )
+        .parse()
+        .unwrap()
+    };
+    let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
+    // Idle connections in the pool, so that the first statement opens its pipe at once.
+    let mut warm: Vec<RawClient> = (0..4).map(|_| login(Some("weirtest"))).collect();
+    for c in &mut warm {
+        c.send(&query("SELECT SLEEP(0.2)"));
+    }
+    for c in &mut warm {
+        c.read_reply(Expect::ResultSets);
+    }
+    // 6 MB: more than the socket buffers between weir and a client that reads nothing, so
+    // weir is still relaying it when the server has sent it all and moved on.
+    let first = "SELECT REPEAT('x', 1000) FROM seq_1_to_6000";
+    // About a second of work for the server, interrupted by KILL QUERY with ERROR 1317.
+    let behind = "SELECT COUNT(*) FROM seq_1_to_10000 a, seq_1_to_2000 b WHERE a.seq + b.seq = 7";
+    for _attempt in 0..10 {
+        // A statement on a backend: pipes only open while others run.
+        let mut busy = login(Some("weirtest"));
+        busy.send(&query("SELECT SLEEP(1)"));
+        std::thread::sleep(Duration::from_millis(50));
+        let mut slow_reader = login(Some("weirtest"));
+        let mut other = login(Some("weirtest"));
+        let before = pipelined();
+        slow_reader.send(&query(first));
+        other.send(&query(behind));
+        std::thread::sleep(Duration::from_millis(100));
+        let joined = pipelined() > before;
+        let mut killed = false;
+        if joined {
+            // The first statement is over on the server; the second runs there now.
+            let mut killer = login(None);
+            let ok = killer.query(&format!(
+                "KILL QUERY {}",
+                slow_reader.greeting.connection_id
+            ));
+            assert_eq!(ok[0].get(0), Some(&0), "KILL QUERY: {ok:?}");
+            // Sent to the server only if weir was still relaying the first reply.
+            killed = value(
+                &w,
+                "SELECT Variable_Value FROM stats_mysql_global \
+                 WHERE Variable_Name = 'mysql_killed_backend_queries'",
+            ) != "0";
+        }
+        let rows = slow_reader.read_reply(Expect::ResultSets);
+        assert!(rows.iter().all(|p| err_code(p).is_none()), "{rows:?}");
+        assert_eq!(
+            rows.len(),
+            3 + 6000 + 1,
+            "column count, definition, EOF, rows, EOF"
+        );
+        let reply = other.read_reply(Expect::ResultSets);
+        busy.read_reply(Expect::ResultSets);
+        if !killed {
+            continue;
+        }
+        let errors: Vec<_> = reply.iter().filter_map(|p| err_code(p)).collect();
+        assert!(
+            errors.is_empty(),
+            "the statement behind got ERROR {errors:?}\nweir:\n{}",
+            w.stderr_tail(20)
+        );
+        assert_eq!(reply[3], b"\x016", "{reply:?}");
+        assert!(
+            w.stderr_tail(50).contains("running it again"),
+            "{}",
+            w.stderr_tail(20)
+        );
+        return;
+    }
+    panic!("in 10 attempts, never a KILL QUERY for a statement with another's behind it");
+}
+
 /// mysql-pipeline_depth: statements do not queue behind a slow one. A pipe whose oldest
 /// statement has been running for a millisecond takes no more statements, so quick SELECTs
 /// arriving while a slow SELECT runs go to connections of their own.

@@ -6,6 +6,7 @@ use crate::exec::{kill_on_backend, Limits};
 use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Flow, Session};
 use crate::GlobalStats;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use weir_backend::BackendError;
 use weir_sql::{Pin, StatementKind};
@@ -773,6 +774,7 @@ impl Session {
         }
         let running = target.running.lock().clone();
         if let Some(r) = running {
+            target.kill_query_requested.store(true, Ordering::Relaxed);
             kill_on_backend(&self.shared, &r, true).await;
         }
         if !query_only {

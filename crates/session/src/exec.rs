@@ -114,6 +114,10 @@ pub(crate) enum Step {
     Answered,
     /// The backend failed; its connection is closed and the client is not answered yet.
     Failed(Failure),
+    /// A KILL QUERY meant for the statement before it on a pipe stopped this one before any
+    /// of its reply reached the client; the connection is usable. It changes nothing, so it
+    /// runs again on a connection of its own.
+    Interrupted,
 }
 
 /// A backend failure during a command.
@@ -148,6 +152,7 @@ struct KillTarget<'a> {
     server: &'a Arc<ServerState>,
     backend_thread: u32,
     login: &'a Arc<LoginTemplate>,
+    kill_queries: &'a Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Sends `raw` and relays the reply under `timer`. On expiry: KILL QUERY, then see
@@ -164,6 +169,7 @@ async fn relay_timed(
     target: KillTarget<'_>,
     client_stmt_id: Option<u32>,
     capture: Option<&mut Capture>,
+    withhold_interrupted: bool,
 ) -> Timed {
     let guard = ReplyGuard::default();
     let relay = async {
@@ -178,6 +184,7 @@ async fn relay_timed(
         let extras = RelayExtras {
             client_stmt_id,
             capture,
+            withhold_interrupted,
         };
         relay_reply(client, conn, expect, seq, max, &guard, extras).await
     };
@@ -193,6 +200,7 @@ async fn relay_timed(
         backend_thread: target.backend_thread,
         local: None,
         login: target.login.clone(),
+        kill_queries: target.kill_queries.clone(),
     };
     tracing::info!(
         backend_thread = target.backend_thread,
@@ -250,6 +258,11 @@ impl Session {
             match step {
                 Step::Replied(o) => return Ok(Some(o)),
                 Step::Answered => return Ok(None),
+                Step::Interrupted => {
+                    // Hands the connection to the statements behind it; `piped` is No now.
+                    self.release();
+                    GlobalStats::inc(&self.shared.stats.query_retries);
+                }
                 Step::Failed(f) if f.retryable && retries > 0 => {
                     retries -= 1;
                     GlobalStats::inc(&self.shared.stats.query_retries);
@@ -303,6 +316,7 @@ impl Session {
             .bytes_sent
             .fetch_add(cmd.raw.len() as u64, Ordering::Relaxed);
         let conn: &mut BackendConn = b.conn();
+        let kill_queries = conn.kill_queries.clone();
         tracing::trace!(
             session = self.handle.id,
             backend_thread = conn.connection_id,
@@ -317,7 +331,12 @@ impl Session {
             server: &server,
             backend_thread: conn.connection_id,
             login: &self.login,
+            kill_queries: &kill_queries,
         };
+        // A request from now on is for this statement.
+        self.handle
+            .kill_query_requested
+            .store(false, Ordering::Relaxed);
         let on_backend = crate::pipeline::OnBackend::enter();
         let timed = relay_timed(
             &mut self.client,
@@ -330,11 +349,38 @@ impl Session {
             target,
             self.reply_stmt_id,
             self.capture.as_mut(),
+            self.pipe.is_some(),
         )
         .await;
         drop(on_backend);
         self.clear_running();
         match timed {
+            Timed::Done(Ok(o)) if o.withheld => {
+                let requested = self
+                    .handle
+                    .kill_query_requested
+                    .swap(false, Ordering::Relaxed);
+                let hit = self.pipe.as_ref().is_some_and(|p| {
+                    kill_may_have_hit(p.kills_at_write, kill_queries.load(Ordering::Relaxed))
+                });
+                if hit && !requested {
+                    tracing::info!(
+                        session = self.handle.id,
+                        backend_thread = self.backend.as_ref().map(|b| b.conn_ref().connection_id),
+                        "a KILL QUERY meant for the statement before it on its connection stopped \
+                         this one: running it again"
+                    );
+                    server
+                        .stats
+                        .bytes_recv
+                        .fetch_add(o.bytes, Ordering::Relaxed);
+                    return Ok(Step::Interrupted);
+                }
+                if let Some(e) = &o.error {
+                    self.client.send_err(seq, e).await?;
+                }
+                self.relayed(Ok(o), &server).await
+            }
             Timed::Done(r) => self.relayed(r, &server).await,
             Timed::TimedOut {
                 discarded: false,
@@ -449,6 +495,7 @@ impl Session {
                 backend_thread: b.conn_ref().connection_id,
                 local: b.conn_ref().local_addr,
                 login: self.login.clone(),
+                kill_queries: b.conn_ref().kill_queries.clone(),
             };
             drop(b);
             let shared = self.shared.clone();
@@ -478,7 +525,10 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
         capabilities: 0,
         connect_timeout: settings.connect_timeout,
     };
-    match BackendConn::connect(&params).await {
+    if query_only {
+        r.kill_queries.fetch_add(KILL_STARTED, Ordering::Relaxed);
+    }
+    let delivered = match BackendConn::connect(&params).await {
         Ok(mut c) => {
             let what = if query_only { "KILL QUERY" } else { "KILL" };
             let done = match c.query(&format!("{what} {}", r.backend_thread)).await {
@@ -503,5 +553,41 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
             tracing::warn!(error = %e, "could not reach the backend to kill a statement");
             false
         }
+    };
+    if query_only {
+        r.kill_queries.fetch_add(KILL_LANDED, Ordering::Relaxed);
+    }
+    delivered
+}
+
+/// One KILL QUERY started, in `BackendConn::kill_queries`.
+const KILL_STARTED: u64 = 1 << 32;
+/// One KILL QUERY landed (or failed), in `BackendConn::kill_queries`.
+const KILL_LANDED: u64 = 1;
+
+/// Whether a KILL QUERY weir sent may have reached the server thread between the time a
+/// command was written to it (`kill_queries` was `at_write`) and now: one was under way then,
+/// or one started since.
+pub(crate) fn kill_may_have_hit(at_write: u64, now: u64) -> bool {
+    let (started, landed) = (at_write >> 32, at_write & 0xffff_ffff);
+    started != landed || now >> 32 != started
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kill_may_have_hit_a_command_while_one_was_under_way_or_started_since() {
+        let at = |started: u64, landed: u64| started * KILL_STARTED + landed * KILL_LANDED;
+        // None under way when written, none since.
+        assert!(!kill_may_have_hit(at(0, 0), at(0, 0)));
+        assert!(!kill_may_have_hit(at(3, 3), at(3, 3)));
+        // One started since (landed or not).
+        assert!(kill_may_have_hit(at(3, 3), at(4, 3)));
+        assert!(kill_may_have_hit(at(3, 3), at(4, 4)));
+        // One under way when written, landed since.
+        assert!(kill_may_have_hit(at(4, 3), at(4, 4)));
+        assert!(kill_may_have_hit(at(4, 3), at(4, 3)));
     }
 }

@@ -29,6 +29,7 @@ use crate::Shared;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -63,6 +64,14 @@ pub(crate) enum Opened {
     Lost,
 }
 
+/// A place in a pipe's line, from [`Pipe::join`].
+pub(crate) struct Turn {
+    pipe: u64,
+    kills_at_write: u64,
+    /// Receives the connection when the replies before this command have been relayed.
+    turn: oneshot::Receiver<PooledConn>,
+}
+
 /// A connection taking statements behind the one being relayed.
 struct Pipe {
     id: u64,
@@ -83,6 +92,8 @@ struct Pipe {
     vars: weir_sql::SessionVars,
     /// The sessions whose replies come next, in order.
     followers: VecDeque<oneshot::Sender<PooledConn>>,
+    /// The connection's `kill_queries`.
+    kill_queries: Arc<AtomicU64>,
     /// (global id, server id) of the statements prepared on the connection, for executions
     /// that join; empty when a text query opened the pipe. Nothing is prepared or closed on
     /// a connection while its pipe lives: only executions of statements it has join.
@@ -118,6 +129,9 @@ impl Drop for OnBackend {
 /// failed or was closed), the pipe closes and its followers run their statements on their own.
 pub(crate) struct PipeGuard {
     id: u64,
+    /// The connection's `kill_queries` when the session's command was written, for
+    /// [`crate::exec::kill_may_have_hit`].
+    pub(crate) kills_at_write: u64,
 }
 
 impl PipeGuard {
@@ -159,10 +173,11 @@ impl Pipe {
 impl Pipe {
     /// Writes `wire` behind the statements in flight: the pipe's id and the turn to wait for,
     /// or `None` when it did not go out whole at once.
-    fn join(&mut self, wire: &[u8]) -> Option<(u64, oneshot::Receiver<PooledConn>)> {
+    fn join(&mut self, wire: &[u8]) -> Option<Turn> {
         if wire.len() > MAX_PIPELINED_COMMAND {
             return None;
         }
+        let kills_at_write = self.kill_queries.load(Ordering::Relaxed);
         match write_whole(&self.writer, wire) {
             Ok(true) => {}
             Ok(false) => return None,
@@ -174,7 +189,11 @@ impl Pipe {
         self.in_flight += 1;
         let (tx, rx) = oneshot::channel();
         self.followers.push_back(tx);
-        Some((self.id, rx))
+        Some(Turn {
+            pipe: self.id,
+            kills_at_write,
+            turn: rx,
+        })
     }
 }
 
@@ -252,12 +271,15 @@ impl Session {
     /// connection failed or a session before it left): the statement then runs on its own.
     /// Its command may have run on a connection that failed: it changes nothing, so it runs
     /// again.
-    async fn wait_turn(&mut self, (id, turn): (u64, oneshot::Receiver<PooledConn>)) -> bool {
+    async fn wait_turn(&mut self, turn: Turn) -> bool {
         crate::GlobalStats::inc(&self.shared.stats.pipelined_statements);
-        match turn.await {
+        match turn.turn.await {
             Ok(conn) => {
                 self.backend = Some(conn);
-                self.pipe = Some(PipeGuard { id });
+                self.pipe = Some(PipeGuard {
+                    id: turn.pipe,
+                    kills_at_write: turn.kills_at_write,
+                });
                 true
             }
             Err(_) => false,
@@ -271,17 +293,23 @@ impl Session {
         if wire.len() > MAX_PIPELINED_COMMAND || ON_BACKENDS.with(Cell::get) == 0 {
             return Opened::No;
         }
-        let Some((writer, server, stmts)) = self.backend.as_ref().and_then(|b| {
+        let Some((writer, server, stmts, kill_queries)) = self.backend.as_ref().and_then(|b| {
             let w = b.conn_ref().stream.writer().ok()?;
             let stmts = if with_stmts {
                 b.conn_ref().stmts.ids().collect()
             } else {
                 Vec::new()
             };
-            Some((w, b.server().clone(), stmts))
+            Some((
+                w,
+                b.server().clone(),
+                stmts,
+                b.conn_ref().kill_queries.clone(),
+            ))
         }) else {
             return Opened::No;
         };
+        let kills_at_write = kill_queries.load(Ordering::Relaxed);
         // Its own command goes first, through the same handle, before anyone can join.
         match write_whole(&writer, wire) {
             Ok(true) => {}
@@ -309,10 +337,11 @@ impl Session {
                 schema: self.schema.clone(),
                 vars: self.vars.clone(),
                 followers: VecDeque::new(),
+                kill_queries,
                 stmts,
             })
         });
-        self.pipe = Some(PipeGuard { id });
+        self.pipe = Some(PipeGuard { id, kills_at_write });
         Opened::Yes
     }
 
@@ -378,7 +407,10 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
             if let Err(mut conn) = turn.send(conn) {
                 // That session is gone: its reply comes next on the connection.
                 let shared = shared.clone();
-                let guard = PipeGuard { id };
+                let guard = PipeGuard {
+                    id,
+                    kills_at_write: 0,
+                };
                 tokio::spawn(async move {
                     match conn.conn().read_reply(Expect::ResultSets).await {
                         Ok(_) | Err(weir_backend::BackendError::Server(_)) => {

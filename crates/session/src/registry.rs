@@ -3,7 +3,7 @@
 use crate::activity::Activity;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +20,8 @@ pub struct Running {
     pub local: Option<std::net::SocketAddr>,
     /// How to log in to that server as the session's user.
     pub login: Arc<LoginTemplate>,
+    /// The connection's count of KILL QUERYs weir sent (`BackendConn::kill_queries`).
+    pub kill_queries: Arc<AtomicU64>,
 }
 
 /// The shared view of one session.
@@ -38,6 +40,9 @@ pub struct SessionHandle {
     pub kill: CancellationToken,
     /// The statement running on a backend, if any.
     pub running: Mutex<Option<Running>>,
+    /// A client asked for a KILL QUERY of this session's statement: an ERR 1317 it gets is
+    /// its own, not the effect of a KILL meant for a statement before it on a pipe.
+    pub kill_query_requested: AtomicBool,
     /// What the session is doing (processlist); only the session writes it.
     pub(crate) activity: Mutex<Activity>,
 }
@@ -89,6 +94,7 @@ impl Registry {
             worker: u32::try_from(weir_pool::worker::current()).unwrap_or(u32::MAX),
             kill: parent.child_token(),
             running: Mutex::new(None),
+            kill_query_requested: AtomicBool::new(false),
             activity: Mutex::new(Activity::new(Instant::now())),
         });
         self.sessions.lock().insert(id, handle.clone());

@@ -18,7 +18,7 @@ use weir_backend::{BackendConn, BackendError};
 use weir_wire::msg::{ErrInfo, OkInfo};
 use weir_wire::packet::write_packet;
 use weir_wire::reply::{pass_rows, Expect, ReplyTracker, Role, CLASSIFY_BYTES};
-use weir_wire::{cap, status, PacketHeader};
+use weir_wire::{cap, errcode, status, PacketHeader};
 
 /// How a relayed reply ended.
 #[derive(Debug, Default, Clone)]
@@ -45,6 +45,10 @@ pub struct ReplyOutcome {
     pub ended_with_rows: bool,
     /// Whether the reply held more than one result (multi-statements, CALL).
     pub several_results: bool,
+    /// The reply ended with ERR 1317 before any of it reached the client, and was not
+    /// forwarded ([`RelayExtras::withhold_interrupted`]): the session answers or runs the
+    /// command again.
+    pub withheld: bool,
 }
 
 impl ReplyOutcome {
@@ -179,6 +183,10 @@ pub struct RelayExtras<'a> {
     pub client_stmt_id: Option<u32>,
     /// Keep a copy of the reply here.
     pub capture: Option<&'a mut Capture>,
+    /// Do not forward a reply that ends with ERR 1317 (query interrupted) before any of it
+    /// reached the client: on a pipe it may come from a KILL QUERY meant for the statement
+    /// before it.
+    pub withhold_interrupted: bool,
 }
 
 struct Relay<'a> {
@@ -193,6 +201,7 @@ struct Relay<'a> {
     max_packet: usize,
     client_stmt_id: Option<u32>,
     capture: Option<&'a mut Capture>,
+    withhold_interrupted: bool,
 }
 
 /// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
@@ -225,6 +234,7 @@ pub async fn relay_reply<'a>(
         max_packet,
         client_stmt_id: extras.client_stmt_id,
         capture,
+        withhold_interrupted: extras.withhold_interrupted,
     };
     r.run().await?;
     // A reply without status flags leaves the connection's as they were: an error inside a
@@ -456,6 +466,18 @@ impl Relay<'_> {
                 }
                 Role::Err if avail >= 4 + h.len => {
                     self.out.error = ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
+                    // The server may have sent the result's metadata before the KILL: none
+                    // of it reached the client yet (the guard says so), so all of it goes.
+                    if self.withhold_interrupted
+                        && self
+                            .out
+                            .error
+                            .as_ref()
+                            .is_some_and(|e| e.code == errcode::ER_QUERY_INTERRUPTED)
+                        && self.guard.discard()
+                    {
+                        self.out.withheld = true;
+                    }
                 }
                 _ => {}
             }

@@ -596,6 +596,7 @@ impl Session {
                 backend_thread: b.conn_ref().connection_id,
                 local: b.conn_ref().local_addr,
                 login: self.login.clone(),
+                kill_queries: b.conn_ref().kill_queries.clone(),
             });
         }
     }

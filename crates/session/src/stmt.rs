@@ -438,7 +438,7 @@ impl Session {
         }
         let limits = self.execute_limits(id);
         let mut retries = limits.retries;
-        let depth = self.pipeline_depth_for_execute(id, payload, &limits);
+        let mut depth = self.pipeline_depth_for_execute(id, payload, &limits);
         let mut joined = match (depth, self.prepared.get(&id)) {
             (Some(_), Some(p)) => {
                 let (global, params, types) = (p.global.id, p.global.params, p.param_types.clone());
@@ -527,6 +527,12 @@ impl Session {
             {
                 Step::Replied(o) => return Ok(Some(o)),
                 Step::Answered => return Ok(None),
+                Step::Interrupted => {
+                    // Again on a connection of its own, not through a pipe.
+                    self.release();
+                    depth = None;
+                    GlobalStats::inc(&self.shared.stats.query_retries);
+                }
                 Step::Failed(f) if f.retryable && retries > 0 => {
                     retries -= 1;
                     GlobalStats::inc(&self.shared.stats.query_retries);
@@ -662,7 +668,8 @@ impl Session {
             .exchange(&fetch, &fetch.raw, Expect::Fetch, seq, &limits)
             .await?
         {
-            Step::Replied(_) | Step::Answered => {}
+            // Never on a pipe, so never Interrupted.
+            Step::Replied(_) | Step::Answered | Step::Interrupted => {}
             Step::Failed(f) => self.report_failure(f).await?,
         }
         Ok(Flow::Continue)
@@ -695,7 +702,8 @@ impl Session {
                     .await?
                 {
                     Step::Replied(o) => self.after_reply(&o, 0, None),
-                    Step::Answered => {}
+                    // Never on a pipe, so never Interrupted.
+                    Step::Answered | Step::Interrupted => {}
                     Step::Failed(f) => self.report_failure(f).await?,
                 }
                 return Ok(Flow::Continue);
