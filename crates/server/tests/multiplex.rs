@@ -789,6 +789,17 @@ async fn another_clients_warnings_and_errors_are_never_shown() {
         .unwrap();
     let n: Option<u64> = a.query_first("SHOW COUNT(*) ERRORS").await.unwrap();
     assert_eq!(n, Some(0));
+    // Its warning's connection gives way to another client waiting for it, whose own warning
+    // is then on it: not shown to the first (found with drivers: mysql2, go-sql-driver).
+    a.query_drop("SELECT CAST('mine' AS SIGNED)").await.unwrap();
+    b.query_drop("SELECT CAST('theirs' AS SIGNED)")
+        .await
+        .unwrap();
+    let shown: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.unwrap();
+    assert!(
+        shown.iter().all(|w| !w.2.contains("theirs")),
+        "another client's warning: {shown:?}"
+    );
 }
 
 /// ROW_COUNT() reads the client's own last statement, not whatever last ran on the connection
@@ -1411,7 +1422,7 @@ fn a_kill_meant_for_a_pipelined_statement_stops_no_other_client() {
     let w = start("pipeline_depth = 8\nthreads = 1");
     let login = |db: Option<&str>| {
         let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
-        assert_eq!(p.get(0), Some(&0), "login: {p:?}");
+        assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
         c
     };
     let pipelined = || -> u64 {
@@ -1457,7 +1468,7 @@ fn a_kill_meant_for_a_pipelined_statement_stops_no_other_client() {
                 "KILL QUERY {}",
                 slow_reader.greeting.connection_id
             ));
-            assert_eq!(ok[0].get(0), Some(&0), "KILL QUERY: {ok:?}");
+            assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
             // Sent to the server only if weir was still relaying the first reply.
             killed = value(
                 &w,
@@ -1492,6 +1503,70 @@ fn a_kill_meant_for_a_pipelined_statement_stops_no_other_client() {
         return;
     }
     panic!("in 10 attempts, never a KILL QUERY for a statement with another's behind it");
+}
+
+/// LAST_INSERT_ID() read by a prepared statement is the client's own, on whichever connection
+/// the execution runs (found with drivers: mysql2's execute(), Connector/J server prepares).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_statement_reads_the_clients_own_last_insert_id() {
+    let w = start_with_max(2, "auto_increment_delay_multiplex = 0");
+    primary(
+        "CREATE TABLE IF NOT EXISTS weirtest.ps_last_id \
+         (id INT AUTO_INCREMENT PRIMARY KEY, who INT)",
+    );
+    let mut clients = Vec::new();
+    for who in 0..8u32 {
+        let mut c = connect(&w, Some("weirtest")).await;
+        clients.push(tokio::spawn(async move {
+            let mut wrong = Vec::new();
+            for _ in 0..20 {
+                c.exec_drop("INSERT INTO ps_last_id (who) VALUES (?)", (who,))
+                    .await
+                    .unwrap();
+                let mine = c.last_insert_id().unwrap();
+                let read: Option<u64> = c.exec_first("SELECT LAST_INSERT_ID()", ()).await.unwrap();
+                let identity: Option<u64> = c.exec_first("SELECT @@identity", ()).await.unwrap();
+                if read != Some(mine) || identity != Some(mine) {
+                    wrong.push((who, mine, read, identity));
+                }
+            }
+            wrong
+        }));
+    }
+    let mut wrong = Vec::new();
+    for c in clients {
+        wrong.extend(c.await.unwrap());
+    }
+    assert!(
+        wrong.is_empty(),
+        "(client, its id, LAST_INSERT_ID(), @@identity): {wrong:?}"
+    );
+}
+
+/// A client without a schema never reads in another client's: on a connection another client
+/// left in its schema, DATABASE() is not that schema and its tables are not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_a_schema_never_gets_another_clients() {
+    let w = start_with_max(1, "");
+    primary("CREATE TABLE IF NOT EXISTS weirtest.only_here (k INT)");
+    let mut with_schema = connect(&w, Some("weirtest")).await;
+    let mut without = connect(&w, None).await;
+    for _ in 0..3 {
+        with_schema
+            .query_drop("SELECT COUNT(*) FROM only_here")
+            .await
+            .unwrap();
+        let db: Option<Option<String>> = without.query_first("SELECT DATABASE()").await.unwrap();
+        assert_ne!(db.flatten().as_deref(), Some("weirtest"));
+        let e = without
+            .query_drop("SELECT COUNT(*) FROM only_here")
+            .await
+            .expect_err("a table of another client's schema");
+        assert!(
+            e.to_string().contains("only_here") || e.to_string().contains("database"),
+            "{e}"
+        );
+    }
 }
 
 /// mysql-pipeline_depth: statements do not queue behind a slow one. A pipe whose oldest

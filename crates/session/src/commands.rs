@@ -139,13 +139,22 @@ impl Session {
                 let p = cmd.payload();
                 previous_fact_query(p.get(1..).unwrap_or_default())
             };
-            if no_diagnostics {
+            // With no connection kept for the last statement, its warnings and errors are on
+            // none weir holds: any other connection would show another client's. None is
+            // shown (those of a statement whose connection gave way to waiting statements are
+            // lost).
+            {
                 let shown = {
                     let p = cmd.payload();
                     diagnostics_query(p.get(1..).unwrap_or_default())
                 };
                 if let Some(count) = shown {
-                    // Nothing to show: as on a connection of the client's own.
+                    if !no_diagnostics {
+                        tracing::debug!(
+                            session = self.handle.id,
+                            "the last statement's warnings went with the connection it gave up"
+                        );
+                    }
                     self.answer_no_diagnostics(count, seq).await?;
                     self.no_diagnostics = true;
                     self.decision = decision;

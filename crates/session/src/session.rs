@@ -144,6 +144,11 @@ pub(crate) struct Prepared {
     pub(crate) pipelinable: bool,
     /// Whether it is `SET STATEMENT ... FOR`, whose reply's sql_mode flags are not the session's.
     pub(crate) statement_scoped_set: bool,
+    /// Whether it reads LAST_INSERT_ID(): the client's is brought to the connection first.
+    pub(crate) reads_last_insert_id: bool,
+    /// Whether it reads what the previous statement left (ROW_COUNT(), FOUND_ROWS()): it
+    /// runs on the connection the session still keeps for that statement, if any.
+    pub(crate) reads_previous_result: bool,
 }
 
 /// What the command loop does next.
@@ -151,6 +156,9 @@ pub(crate) enum Flow {
     Continue,
     Quit,
 }
+
+/// The schema a connection is brought to for a client that has none (see `sync_schema`).
+const NO_SCHEMA: &str = "information_schema";
 
 /// Serves one accepted client connection until it ends.
 pub async fn serve(shared: Arc<Shared>, stream: Stream) {
@@ -563,9 +571,20 @@ impl Session {
 
     /// Brings the client's schema onto the held connection; false when the client got an ERR.
     async fn sync_schema(&mut self, seq: u8) -> Result<bool, ClientError> {
-        let want = self.schema.clone();
-        if let (Some(want), Some(b)) = (want, self.backend.as_mut()) {
-            if b.conn_ref().schema.as_deref() != Some(want.as_str()) {
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(true);
+        };
+        let want = match (&self.schema, b.conn_ref().schema.as_deref()) {
+            (Some(want), have) if have != Some(want.as_str()) => Some(want.clone()),
+            // A server session cannot go back to no schema: a client without one gets a
+            // schema every user may use and where none of another client's tables are.
+            (None, Some(have)) if !have.eq_ignore_ascii_case(NO_SCHEMA) => {
+                Some(NO_SCHEMA.to_string())
+            }
+            _ => None,
+        };
+        {
+            if let Some(want) = want {
                 let server = b.server().clone();
                 match b.conn().init_db(&want).await {
                     Ok(()) => {}

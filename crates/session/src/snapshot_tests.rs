@@ -190,6 +190,8 @@ async fn executes_count_under_the_prepared_statement_command() {
             repeatable: false,
             pipelinable: false,
             statement_scoped_set: false,
+            reads_last_insert_id: false,
+            reads_previous_result: false,
         },
     );
     let started = Instant::now();

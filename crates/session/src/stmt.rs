@@ -193,7 +193,16 @@ impl Session {
     /// recorded in the global registry; the client gets weir's statement id.
     pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
-        let (command, info, cacheable, exec_pins, repeatable, pipelinable, statement_scoped_set) = {
+        let (
+            command,
+            info,
+            cacheable,
+            exec_pins,
+            repeatable,
+            pipelinable,
+            statement_scoped_set,
+            reads,
+        ) = {
             let p = cmd.payload();
             let q = p.get(1..).unwrap_or_default();
             let mut text = String::new();
@@ -208,6 +217,7 @@ impl Session {
                 repeatable(&scan),
                 repeatable(&scan) && !scan.reads_previous_result && !scan.reads_last_insert_id,
                 scan.statement_scoped_set,
+                (scan.reads_last_insert_id, scan.reads_previous_result),
             )
         };
         let rt = self.shared.runtime.load_full();
@@ -274,6 +284,8 @@ impl Session {
                     repeatable,
                     pipelinable,
                     statement_scoped_set,
+                    reads_last_insert_id: reads.0,
+                    reads_previous_result: reads.1,
                 },
             );
         }
@@ -320,6 +332,7 @@ impl Session {
         }
         self.repeatable = p.repeatable;
         self.effects.statement_scoped_set = p.statement_scoped_set;
+        self.effects.reads_last_insert_id = p.reads_last_insert_id;
         let exec_pins = p.exec_pins;
         let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
         let cache_rule = p
@@ -431,7 +444,16 @@ impl Session {
         let Some(p) = self.prepared.get(&id) else {
             return Ok(None);
         };
-        let hostgroup = p.hostgroup;
+        let mut hostgroup = p.hostgroup;
+        // What the previous statement left on its connection is read there while the session
+        // still keeps it for that statement, as for a query.
+        if (p.reads_last_insert_id || p.reads_previous_result)
+            && (self.keep_for > 0 || self.hold_next)
+        {
+            if let Some(b) = &self.backend {
+                hostgroup = b.server().spec().hostgroup;
+            }
+        }
         // A statement with an open cursor runs again where the cursor is.
         if !p.cursor {
             self.route_to(hostgroup);
