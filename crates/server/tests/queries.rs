@@ -256,21 +256,42 @@ async fn many_concurrent_clients() {
     }
 }
 
-/// COM_CHANGE_USER to a schema that does not exist fails as on the server (1049) and the
-/// session goes on as before; clients asking for unknown schemas never shun the server.
+/// COM_CHANGE_USER to a schema that does not exist fails as on the server (1049), which resets
+/// the session (MariaDB 10.11), also while the session holds a pinned connection; clients
+/// asking for unknown schemas never shun the server.
 #[tokio::test]
-async fn change_user_to_an_unknown_schema_fails_and_keeps_the_session() {
-    let mut c = common::connect().await;
-    c.query_drop("SET @kept = 41").await.unwrap();
-    let e = c
-        .change_user(
-            mysql_async::ChangeUserOpts::default().with_db_name(Some("no_such_db_weir".into())),
-        )
+async fn change_user_to_an_unknown_schema_fails_and_resets_the_session() {
+    let direct = common::topo().primary.port;
+    let mut seen = Vec::new();
+    for port in [direct, common::weir().port] {
+        let mut c = Conn::new(common::opts_for(
+            port,
+            weir_testkit::WEIR_USER,
+            weir_testkit::WEIR_PASS,
+            Some("weirtest"),
+        ))
         .await
-        .unwrap_err();
-    assert!(e.to_string().contains("1049"), "{e}");
-    let kept: Option<i64> = c.query_first("SELECT @kept").await.unwrap();
-    assert_eq!(kept, Some(41), "the session went on as it was");
+        .unwrap();
+        c.query_drop("SET @kept = 41").await.unwrap();
+        // Pins the session to its connection through weir.
+        c.query_drop("CREATE TEMPORARY TABLE cu_tmp (k INT)")
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let e = c
+            .change_user(
+                mysql_async::ChangeUserOpts::default().with_db_name(Some("no_such_db_weir".into())),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("1049"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        type State = (Option<i64>, Option<String>);
+        let after: Option<State> = c.query_first("SELECT @kept, DATABASE()").await.unwrap();
+        let temp = c.query_drop("SELECT * FROM cu_tmp").await.is_ok();
+        seen.push(format!("{after:?}, temporary table {temp}"));
+    }
+    assert_eq!(seen[1], seen[0], "through weir, then directly");
     // A fresh client on the same weir, and many asking for the unknown schema.
     for _ in 0..12 {
         let opts = common::opts_for(

@@ -665,8 +665,12 @@ impl Session {
             }
             Err(crate::auth::LoginError::Io(e)) => return Err(e),
         };
-        // A schema the new user cannot use fails the change, as on the server, and the
-        // session goes on as it was (rather than every later statement failing).
+        // The session is reset whether or not the schema is accepted, as on MariaDB; first,
+        // so that the connection it held is free for the probe below.
+        self.forget_session().await;
+        // A schema the new user cannot use fails the change, as on the server; the session
+        // stays logged in as its user, in its schema (rather than every later statement
+        // failing).
         if let Some(db) = &req.database {
             let probe = weir_pool::LoginTemplate {
                 key: weir_pool::PoolKey {
@@ -684,7 +688,6 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         }
-        self.forget_session().await;
         let old = self.handle.user.lock().clone();
         if old != user.username {
             if !self
@@ -754,7 +757,8 @@ impl Session {
                 }
             },
             Err(weir_pool::PoolError::Refused(BackendError::Server(e))) => Some(e),
-            Err(_) => None,
+            // Not known to exist: the change cannot be confirmed.
+            Err(e) => Some(crate::session::pool_error(&e)),
         }
     }
 
