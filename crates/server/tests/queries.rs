@@ -256,6 +256,18 @@ async fn many_concurrent_clients() {
     }
 }
 
+/// The test user in `weirtest` at `port`: the primary directly, or weir, for tests that run
+/// the same steps on both and compare.
+async fn weirtest_at(port: u16) -> Conn {
+    let opts = common::opts_for(
+        port,
+        weir_testkit::WEIR_USER,
+        weir_testkit::WEIR_PASS,
+        Some("weirtest"),
+    );
+    Conn::new(opts).await.unwrap()
+}
+
 /// COM_CHANGE_USER to a schema that does not exist fails as on the server (1049), which resets
 /// the session (MariaDB 10.11), also while the session holds a pinned connection; clients
 /// asking for unknown schemas never shun the server.
@@ -264,14 +276,7 @@ async fn change_user_to_an_unknown_schema_fails_and_resets_the_session() {
     let direct = common::topo().primary.port;
     let mut seen = Vec::new();
     for port in [direct, common::weir().port] {
-        let mut c = Conn::new(common::opts_for(
-            port,
-            weir_testkit::WEIR_USER,
-            weir_testkit::WEIR_PASS,
-            Some("weirtest"),
-        ))
-        .await
-        .unwrap();
+        let mut c = weirtest_at(port).await;
         c.query_drop("SET @kept = 41").await.unwrap();
         // Pins the session to its connection through weir.
         c.query_drop("CREATE TEMPORARY TABLE cu_tmp (k INT)")
@@ -324,14 +329,7 @@ async fn a_refused_change_user_resets_the_session_and_keeps_it() {
     let direct = common::topo().primary.port;
     let mut seen = Vec::new();
     for port in [direct, common::weir().port] {
-        let mut c = Conn::new(common::opts_for(
-            port,
-            weir_testkit::WEIR_USER,
-            weir_testkit::WEIR_PASS,
-            Some("weirtest"),
-        ))
-        .await
-        .unwrap();
+        let mut c = weirtest_at(port).await;
         c.query_drop("CREATE TABLE IF NOT EXISTS weirtest.cu_t (id INT PRIMARY KEY)")
             .await
             .unwrap();
