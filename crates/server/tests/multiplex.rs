@@ -176,11 +176,22 @@ impl Rng {
     }
 }
 
+/// Reads each client makes first, in the state all clients log in with, so that statements of
+/// clients in the same state meet (pipes) however the random part spreads them apart.
+const SHARED_STATE_READS: u64 = 16;
+
 /// One client's random run; returns (operations, mismatches found).
-async fn random_client(port: u16, id: u64, ops: u64, defaults: (String, String)) -> (u64, u64) {
+async fn random_client(
+    port: u16,
+    id: u64,
+    ops: u64,
+    defaults: (String, String),
+    start: std::sync::Arc<tokio::sync::Barrier>,
+) -> (u64, u64) {
     let mut c = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
         .await
         .unwrap();
+    start.wait().await;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (id + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
     let mut m = Model {
         schema: "weirtest",
@@ -197,7 +208,11 @@ async fn random_client(port: u16, id: u64, ops: u64, defaults: (String, String))
     let mut mismatches = 0u64;
     let mut prepared_in: Option<&str> = None;
     for op in 0..ops {
-        let r = rng.below(100);
+        let r = if op < SHARED_STATE_READS {
+            0
+        } else {
+            rng.below(103)
+        };
         let sql = match r {
             0..=29 => {
                 // The client's id and the operation number make every reply this client's own:
@@ -314,13 +329,26 @@ async fn random_client(port: u16, id: u64, ops: u64, defaults: (String, String))
                 }
                 continue;
             }
-            _ => {
+            91..=99 => {
                 if m.explicit_txn || !m.autocommit {
                     m.pending += 1;
                 } else {
                     m.committed += 1;
                 }
                 format!("INSERT INTO weirtest.mp_rows (client) VALUES ({id})")
+            }
+            _ => {
+                // Back to the login state, where other clients are likely to be too.
+                m.schema = "weirtest";
+                m.charset = "utf8mb4";
+                m.sql_mode = defaults.0.clone();
+                m.time_zone = defaults.1.clone();
+                m.user_var = None;
+                if let Err(e) = c.query_drop("USE weirtest").await {
+                    mismatches += 1;
+                    eprintln!("client {id} op {op}: USE weirtest: {e}");
+                }
+                "SET NAMES utf8mb4, sql_mode = DEFAULT, time_zone = DEFAULT, @v = NULL".to_string()
             }
         };
         if let Err(e) = c.query_drop(&sql).await {
@@ -371,6 +399,7 @@ async fn random_session_state_follows_each_client_when_pipelined() {
     )
     .parse()
     .unwrap();
+    eprintln!("{pipelined} statements pipelined");
     assert!(pipelined > 0, "no statement was pipelined");
 }
 
@@ -451,11 +480,13 @@ async fn random_state_run(extra_vars: &str, total: u64, first_id: u64) -> WeirPr
     let clients = 64u64;
     let started = Instant::now();
     let mut tasks = Vec::new();
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(clients as usize));
     for id in first_id..first_id + clients {
         let defaults = defaults.clone();
         let port = w.port;
+        let start = start.clone();
         tasks.push(tokio::spawn(async move {
-            random_client(port, id, total / clients, defaults).await
+            random_client(port, id, total / clients, defaults, start).await
         }));
     }
     let (mut ops, mut mismatches) = (0, 0);
