@@ -964,6 +964,77 @@ async fn idle_connections_over_the_limit_are_trimmed_not_churned() {
     drop(clients);
 }
 
+/// What one client sees of prepared statements read under a sql_mode and charset it changed
+/// afterwards, and of the same texts prepared by a client in the default ones: (a's results,
+/// b's results), each `'a' || 'b'` then `CHARSET('x')`.
+async fn parse_context_run(port: u16) -> (Vec<String>, Vec<String>) {
+    let opts = || opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let (mut a, mut b) = (
+        Conn::new(opts()).await.unwrap(),
+        Conn::new(opts()).await.unwrap(),
+    );
+    let texts = [
+        "SELECT CONCAT('a' || 'b', ?)",
+        "SELECT CONCAT(CHARSET('x'), ?)",
+    ];
+    a.query_drop("SET sql_mode = 'PIPES_AS_CONCAT', NAMES latin1")
+        .await
+        .unwrap();
+    let mut a_stmts = Vec::new();
+    for t in texts {
+        a_stmts.push(a.prep(t).await.unwrap());
+    }
+    // Other statements push them out of the connection's statement cache (weir: one per
+    // connection), so the next executions prepare them again.
+    for n in 0..3 {
+        let s = a.prep(format!("SELECT {n}")).await.unwrap();
+        a.exec_drop(&s, ()).await.unwrap();
+    }
+    a.query_drop("SET sql_mode = DEFAULT, NAMES utf8mb4")
+        .await
+        .unwrap();
+    let mut a_seen = Vec::new();
+    for s in &a_stmts {
+        let v: Option<String> = a.exec_first(s, ("",)).await.unwrap();
+        a_seen.push(v.unwrap_or_default());
+    }
+    let mut b_seen = Vec::new();
+    for t in texts {
+        let v: Option<String> = b.exec_first(t, ("",)).await.unwrap();
+        b_seen.push(v.unwrap_or_default());
+    }
+    // And a's again, after b's went through the same connection.
+    for s in &a_stmts {
+        let v: Option<String> = a.exec_first(s, ("",)).await.unwrap();
+        a_seen.push(v.unwrap_or_default());
+    }
+    a.disconnect().await.unwrap();
+    b.disconnect().await.unwrap();
+    (a_seen, b_seen)
+}
+
+/// A prepared statement is read in the sql_mode and charsets in force when the client prepared
+/// it, as on the server, even when weir prepares it again later on another connection; a
+/// client preparing the same text in other ones gets its own reading.
+#[tokio::test]
+async fn prepared_statements_keep_the_sql_mode_and_charset_they_were_prepared_in() {
+    let w = start_with_max(
+        1,
+        "auto_increment_delay_multiplex = 0\nmax_stmts_per_connection = 1",
+    );
+    let direct = parse_context_run(topo().primary.port).await;
+    assert_eq!(
+        direct,
+        (
+            vec!["ab".into(), "latin1".into(), "ab".into(), "latin1".into()],
+            vec!["0".into(), "utf8mb4".into()]
+        ),
+        "the server itself"
+    );
+    let through_weir = parse_context_run(w.port).await;
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+}
+
 /// Prepared statements across the pool: prepared once per connection, executed by many
 /// clients over few connections; CLOSE local; parameter types re-sent on another connection.
 #[tokio::test]

@@ -176,6 +176,7 @@ async fn executes_count_under_the_prepared_statement_command() {
             global: shared.statements.intern(
                 "app",
                 None,
+                &weir_sql::SessionVars::default(),
                 b"UPDATE t SET a=? WHERE id=?",
                 (2, 0),
                 100,

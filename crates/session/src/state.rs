@@ -13,8 +13,9 @@
 
 use crate::client::ClientError;
 use crate::session::{lost_backend, Session};
-use weir_backend::BackendError;
-use weir_sql::{Assignment, LockCall, SetEffect, TextPrepare};
+use weir_backend::{BackendConn, BackendError};
+use weir_pool::PoolKey as LoginKey;
+use weir_sql::{Assignment, LockCall, SessionVars, SetEffect, TextPrepare};
 
 /// What the current statement changes on success, applied once its reply is relayed.
 #[derive(Debug, Default)]
@@ -194,11 +195,7 @@ impl Session {
         let mut statements = Vec::new();
         {
             let conn = b.conn_ref();
-            let ctx = weir_sql::SyncContext {
-                handshake_collation: self.login.key.collation,
-                server_version: &conn.server_version,
-                ignore_space: self.login.key.capabilities & weir_wire::cap::IGNORE_SPACE != 0,
-            };
+            let ctx = sync_context(&self.login.key, conn);
             if !self.vars.sync_statements(&conn.vars, &ctx, &mut statements) {
                 self.drop_backend().await;
                 return Ok(SyncOutcome::Retry);
@@ -238,11 +235,51 @@ impl Session {
         Ok(SyncOutcome::Ready)
     }
 
+    /// The SETs that put the held connection in a prepared statement's parse context
+    /// (`weir_sql::SessionVars::parse_context`) and those that bring it back, when it is not
+    /// in that context already. `None` also when either way cannot be done on this connection
+    /// (a charset back to an unknown handshake collation): the statement is then prepared in
+    /// the client's current charsets, as before the context was kept.
+    pub(crate) fn parse_context_switch(&self, context: &SessionVars) -> Option<ContextSwitch> {
+        let conn = self.backend.as_ref()?.conn_ref();
+        if conn.vars.parses_as(context) {
+            return None;
+        }
+        let ctx = sync_context(&self.login.key, conn);
+        let target = conn.vars.with_parse_context(context);
+        let mut sw = ContextSwitch::default();
+        let both = target.sync_statements(&conn.vars, &ctx, &mut sw.there)
+            && conn.vars.sync_statements(&target, &ctx, &mut sw.back);
+        if !both {
+            tracing::debug!("cannot prepare in the statement's own charsets on this connection");
+        }
+        both.then_some(sw)
+    }
+
+    /// Runs statements whose results do not matter on the held connection.
+    pub(crate) async fn run_held(&mut self, statements: &[String]) -> Result<(), BackendError> {
+        if let Some(b) = self.backend.as_mut() {
+            for sql in statements {
+                b.conn().query(sql).await?;
+            }
+        }
+        Ok(())
+    }
+
     fn give_back_unless_tied(&mut self) {
         if !self.tied() {
             self.give_back();
         }
     }
+}
+
+/// See [`Session::parse_context_switch`].
+#[derive(Debug, Default)]
+pub(crate) struct ContextSwitch {
+    /// To the statement's parse context.
+    pub(crate) there: Vec<String>,
+    /// Back to the client's state.
+    pub(crate) back: Vec<String>,
 }
 
 /// How [`Session::sync_state`] went.
@@ -253,6 +290,15 @@ pub(crate) enum SyncOutcome {
     Retry,
     /// The client got an ERR.
     Answered,
+}
+
+/// What syncing variables on `conn` for a client that logged in with `login` needs to know.
+fn sync_context<'a>(login: &LoginKey, conn: &'a BackendConn) -> weir_sql::SyncContext<'a> {
+    weir_sql::SyncContext {
+        handshake_collation: login.collation,
+        server_version: &conn.server_version,
+        ignore_space: login.capabilities & weir_wire::cap::IGNORE_SPACE != 0,
+    }
 }
 
 fn set_bit(bits: &mut u32, bit: u32, on: bool) {

@@ -40,6 +40,9 @@ pub struct GlobalStmt {
     pub text: Box<[u8]>,
     /// The schema it was prepared in (it resolves names there).
     pub schema: Option<Box<str>>,
+    /// The charsets and sql_mode it was prepared in (they decide how its text is read:
+    /// `||`, `"..."`, the charset of its literals).
+    pub parse_context: weir_sql::SessionVars,
     /// Parameter count.
     pub params: u16,
     /// Result column count when prepared.
@@ -50,10 +53,11 @@ pub struct GlobalStmt {
 struct StmtKey {
     username: Box<str>,
     schema: Option<Box<str>>,
+    parse_context: weir_sql::SessionVars,
     text: Box<[u8]>,
 }
 
-/// Every prepared statement sessions hold, by user, schema and text.
+/// Every prepared statement sessions hold, by user, schema, parse context and text.
 #[derive(Debug, Default)]
 pub struct StmtRegistry {
     by_key: Mutex<HashMap<StmtKey, Arc<GlobalStmt>>>,
@@ -61,14 +65,15 @@ pub struct StmtRegistry {
 }
 
 impl StmtRegistry {
-    /// The statement for (user, schema, text): the known one when its parameter and column
-    /// counts are the same, else a new one (the schema changed since it was first prepared).
-    /// Past `limit` entries (mysql-max_stmts_cache), statements no session holds any more are
-    /// forgotten.
+    /// The statement for (user, schema, parse context, text): the known one when its parameter
+    /// and column counts are the same, else a new one (a table changed since it was first
+    /// prepared). Past `limit` entries (mysql-max_stmts_cache), statements no session holds any
+    /// more are forgotten.
     pub fn intern(
         &self,
         username: &str,
         schema: Option<&str>,
+        parse_context: &weir_sql::SessionVars,
         text: &[u8],
         counts: (u16, u16),
         limit: usize,
@@ -77,6 +82,7 @@ impl StmtRegistry {
         let key = StmtKey {
             username: username.into(),
             schema: schema.map(Into::into),
+            parse_context: parse_context.clone(),
             text: text.into(),
         };
         let mut map = self.by_key.lock();
@@ -94,6 +100,7 @@ impl StmtRegistry {
             id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
             text: key.text.clone(),
             schema: key.schema.clone(),
+            parse_context: key.parse_context.clone(),
             params,
             columns,
         });
@@ -248,6 +255,7 @@ impl Session {
             let global = self.shared.statements.intern(
                 &self.user.username,
                 self.schema.as_deref(),
+                &self.vars.parse_context(),
                 text.get(1..).unwrap_or_default(),
                 (o.prepared_params, o.prepared_columns),
                 rt.mysql.max_stmts_cache as usize,
@@ -607,12 +615,29 @@ impl Session {
             return Ok(Ensure::Ready(sid));
         }
         let server = b.server().clone();
+        // The statement is read in the charsets and sql_mode it was first prepared in: the
+        // connection goes there for the prepare and back (two round trips, only when they
+        // differ from the client's now).
+        let switch = self.parse_context_switch(&global.parse_context);
+        if let Some(sw) = &switch {
+            if let Err(e) = self.run_held(&sw.there).await {
+                self.drop_backend().await;
+                return Ok(Ensure::Lost(e));
+            }
+        }
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(Ensure::Refused);
+        };
         let conn = b.conn();
         // The statement resolves names in the schema it was prepared in.
         let back_to = match (&global.schema, &conn.schema) {
             (Some(want), have) if have.as_deref() != Some(&**want) => {
                 let back = have.clone();
                 if let Err(e) = conn.init_db(want).await {
+                    if switch.is_some() {
+                        self.drop_backend().await;
+                        return Ok(Ensure::Lost(e));
+                    }
                     return self.prepare_failed(e, &server, seq).await;
                 }
                 back
@@ -620,11 +645,25 @@ impl Session {
             _ => None,
         };
         let prepared = conn.prepare(&global.text).await;
-        if let Some(schema) = back_to {
-            if let Err(e) = conn.init_db(&schema).await {
-                return self.prepare_failed(e, &server, seq).await;
-            }
+        let mut restored = match back_to {
+            Some(schema) => conn.init_db(&schema).await,
+            None => Ok(()),
+        };
+        if let (Some(sw), Ok(())) = (&switch, &restored) {
+            restored = self.run_held(&sw.back).await;
         }
+        if let Err(e) = restored {
+            if switch.is_some() {
+                // The connection may be left in the statement's sql_mode.
+                self.drop_backend().await;
+                return Ok(Ensure::Lost(e));
+            }
+            return self.prepare_failed(e, &server, seq).await;
+        }
+        let Some(b) = self.backend.as_mut() else {
+            return Ok(Ensure::Refused);
+        };
+        let conn = b.conn();
         let info = match prepared {
             Ok(info) => info,
             Err(e) => return self.prepare_failed(e, &server, seq).await,
@@ -852,34 +891,58 @@ fn o_cursor(o: &crate::relay::ReplyOutcome) -> bool {
 mod tests {
     use super::*;
 
+    /// The parse context of a session that ran `set`.
+    fn parsed_in(set: &str) -> weir_sql::SessionVars {
+        let mut vars = weir_sql::SessionVars::default();
+        match weir_sql::parse_set(set.as_bytes()) {
+            weir_sql::SetEffect::Tracked(a) => vars.apply(&a),
+            other => panic!("{set}: {other:?}"),
+        }
+        vars.parse_context()
+    }
+
     #[test]
     fn registry_shares_statements_and_renews_changed_ones() {
         let r = StmtRegistry::default();
-        let a = r.intern("u", Some("db"), b"SELECT ?", (1, 1), 100);
-        let b = r.intern("u", Some("db"), b"SELECT ?", (1, 1), 100);
+        let plain = weir_sql::SessionVars::default();
+        let a = r.intern("u", Some("db"), &plain, b"SELECT ?", (1, 1), 100);
+        let b = r.intern("u", Some("db"), &plain, b"SELECT ?", (1, 1), 100);
         assert!(Arc::ptr_eq(&a, &b));
-        let other_schema = r.intern("u", Some("db2"), b"SELECT ?", (1, 1), 100);
+        let other_schema = r.intern("u", Some("db2"), &plain, b"SELECT ?", (1, 1), 100);
         assert_ne!(a.id, other_schema.id);
-        let changed = r.intern("u", Some("db"), b"SELECT ?", (1, 2), 100);
+        let ansi = parsed_in("SET sql_mode = 'ANSI_QUOTES'");
+        let other_mode = r.intern("u", Some("db"), &ansi, b"SELECT ?", (1, 1), 100);
+        assert_ne!(a.id, other_mode.id, "read in another sql_mode");
+        let same_mode = r.intern("u", Some("db"), &ansi, b"SELECT ?", (1, 1), 100);
+        assert!(Arc::ptr_eq(&other_mode, &same_mode));
+        assert_eq!(same_mode.parse_context, ansi);
+        let other_vars = parsed_in("SET time_zone = '+01:00'");
+        let same = r.intern("u", Some("db"), &other_vars, b"SELECT ?", (1, 1), 100);
+        assert!(
+            Arc::ptr_eq(&a, &same),
+            "time_zone does not change how text is read"
+        );
+        drop((other_mode, same_mode, same));
+        let changed = r.intern("u", Some("db"), &plain, b"SELECT ?", (1, 2), 100);
         assert_ne!(a.id, changed.id);
-        assert_eq!(r.len(), 2);
+        assert_eq!(r.len(), 3, "db (changed), db2, db in ANSI_QUOTES");
         // At the limit, statements nobody holds are forgotten; held ones stay.
         drop((b, other_schema));
-        let c = r.intern("u", None, b"SELECT 1", (0, 1), 2);
+        let c = r.intern("u", None, &plain, b"SELECT 1", (0, 1), 2);
         assert_eq!(
             r.len(),
             2,
-            "the db2 statement, held by nobody, was forgotten"
+            "the db2 and ANSI_QUOTES statements, held by nobody, were forgotten"
         );
-        let changed_again = r.intern("u", Some("db"), b"SELECT ?", (1, 2), 2);
+        let changed_again = r.intern("u", Some("db"), &plain, b"SELECT ?", (1, 2), 2);
         assert!(
             Arc::ptr_eq(&changed, &changed_again),
             "a held statement stays"
         );
         drop((changed, changed_again));
-        let _d = r.intern("u", None, b"SELECT 2", (0, 1), 2);
+        let _d = r.intern("u", None, &plain, b"SELECT 2", (0, 1), 2);
         assert_eq!(r.len(), 2);
-        let c_again = r.intern("u", None, b"SELECT 1", (0, 1), 2);
+        let c_again = r.intern("u", None, &plain, b"SELECT 1", (0, 1), 2);
         assert!(Arc::ptr_eq(&c, &c_again));
     }
 

@@ -10,7 +10,7 @@ use crate::set::switch::{self, OPTIMIZER_SWITCH};
 use crate::set::{Assignment, Slot};
 
 /// A client's or a backend connection's tracked session state.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SessionVars {
     /// Set system slots, sorted by key; a slot back at the connection default is absent.
     system: Vec<SystemValue>,
@@ -18,7 +18,7 @@ pub struct SessionVars {
     user: Vec<(Box<str>, Box<str>)>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct SystemValue {
     key: &'static str,
     name: &'static str,
@@ -45,7 +45,47 @@ const CHARSET_KEYS: [&str; 3] = [
     "collation_connection",
 ];
 
+/// The slots that change how the server reads a statement's text when it prepares it: the
+/// charset of the text and of its literals, and sql_mode (ANSI_QUOTES, PIPES_AS_CONCAT,
+/// NO_BACKSLASH_ESCAPES...).
+const PARSE_KEYS: [&str; 3] = ["character_set_client", "collation_connection", "sql_mode"];
+
 impl SessionVars {
+    /// Only the slots that change how a statement's text is parsed (see [`PARSE_KEYS`]): what a
+    /// prepared statement keeps of the session it was prepared in.
+    pub fn parse_context(&self) -> SessionVars {
+        SessionVars {
+            system: self
+                .system
+                .iter()
+                .filter(|s| PARSE_KEYS.contains(&s.key))
+                .cloned()
+                .collect(),
+            user: Vec::new(),
+        }
+    }
+
+    /// Whether a statement prepared under `self` would be read as under `context` (a
+    /// [`SessionVars::parse_context`]).
+    pub fn parses_as(&self, context: &SessionVars) -> bool {
+        PARSE_KEYS
+            .iter()
+            .all(|k| self.system_value(k) == context.system_value(k))
+    }
+
+    /// `self` with the parse slots of `context` instead of its own: the state to prepare a
+    /// statement in on a connection, then sync back from.
+    pub fn with_parse_context(&self, context: &SessionVars) -> SessionVars {
+        let mut out = self.clone();
+        out.system.retain(|s| !PARSE_KEYS.contains(&s.key));
+        for s in &context.system {
+            if PARSE_KEYS.contains(&s.key) {
+                out.set_system(s.key, s.name, Some(&s.value));
+            }
+        }
+        out
+    }
+
     /// Applies assignments in order.
     pub fn apply(&mut self, assignments: &[Assignment]) {
         for a in assignments {

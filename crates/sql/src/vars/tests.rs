@@ -363,3 +363,42 @@ fn default_sql_mode_keeps_ignore_space_from_the_handshake() {
     assert!(client.sync_statements(&conn, &MARIADB, &mut out));
     assert_eq!(out, vec!["SET sql_mode=DEFAULT"]);
 }
+
+#[test]
+fn parse_context_is_the_text_charsets_and_sql_mode() {
+    let prepared_in =
+        state(&["SET NAMES latin1, sql_mode='ANSI_QUOTES', time_zone='+01:00', @a=1"]);
+    let context = prepared_in.parse_context();
+    assert_eq!(context.system("sql_mode"), Some("'ANSI_QUOTES'"));
+    assert_eq!(context.system("character_set_client"), Some("latin1"));
+    assert_eq!(context.system("collation_connection"), Some("latin1"));
+    assert_eq!(context.system("character_set_results"), None);
+    assert_eq!(context.system("time_zone"), None);
+    assert!(prepared_in.parses_as(&context));
+
+    // Later: another sql_mode and charset, other variables changed too.
+    let now = state(&["SET NAMES utf8mb4, time_zone='+02:00', wait_timeout=5"]);
+    assert!(!now.parses_as(&context));
+    let to_prepare = now.with_parse_context(&context);
+    assert!(to_prepare.parses_as(&context));
+    assert_eq!(to_prepare.system("time_zone"), Some("'+02:00'"));
+    assert_eq!(to_prepare.system("wait_timeout"), Some("5"));
+    assert_eq!(to_prepare.system("character_set_results"), Some("utf8mb4"));
+    assert_eq!(
+        sync(&to_prepare, &now, &MARIADB),
+        vec!["SET character_set_client=latin1, character_set_connection=latin1, sql_mode='ANSI_QUOTES'"]
+    );
+    assert_eq!(
+        sync(&now, &to_prepare, &MARIADB),
+        vec![
+            "SET character_set_client=utf8mb4, character_set_connection=utf8mb4, sql_mode=DEFAULT"
+        ]
+    );
+    // A context with nothing set takes the connection's handshake charsets and default mode.
+    let plain = SessionVars::default().parse_context();
+    assert!(!now.parses_as(&plain));
+    assert_eq!(
+        sync(&now.with_parse_context(&plain), &now, &MARIADB),
+        vec!["SET character_set_client='utf8mb4', collation_connection='utf8mb4_general_ci'"]
+    );
+}
