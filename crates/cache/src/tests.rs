@@ -23,12 +23,12 @@ async fn fill(cache: &QueryCache, key: &[u8], reply: &'static [u8], ttl: Duratio
 fn a_stored_reply_is_served_until_it_expires() {
     rt().block_on(async {
         let cache = QueryCache::new(1 << 20);
-        fill(&cache, b"k", b"reply", Duration::from_millis(200)).await;
+        fill(&cache, b"k", b"reply", Duration::from_secs(1)).await;
         match cache.lookup(b"k", LONG).await {
             Lookup::Hit(r) => assert_eq!(&r[..], b"reply"),
             other => panic!("expected a hit, got {other:?}"),
         }
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_millis(1100));
         assert!(matches!(cache.lookup(b"k", LONG).await, Lookup::Fill(_)));
         let s = cache.stats();
         assert_eq!((s.count_get, s.count_get_ok, s.count_set), (3, 1, 1));

@@ -64,7 +64,8 @@ async fn hits_misses_and_ttl() {
         "CREATE OR REPLACE TABLE weirtest.cache_hits (id INT PRIMARY KEY, v VARCHAR(20)); \
          INSERT INTO weirtest.cache_hits VALUES (1, 'one'), (2, 'two')",
     );
-    let w = weir_caching("^SELECT v FROM cache_hits", 1500);
+    // A TTL long enough for the checks before the expiry on a slow machine.
+    let w = weir_caching("^SELECT v FROM cache_hits", 4000);
     let mut c = connect(&w).await;
     let before = pool_queries(&w);
     let q = "SELECT v FROM cache_hits WHERE id = 1";
@@ -106,9 +107,13 @@ async fn hits_misses_and_ttl() {
     );
 
     // A stale hit until the TTL runs out, then the new value.
-    on_primary("UPDATE weirtest.cache_hits SET v = 'uno' WHERE id = 1");
+    // (Reads go to the primary: no need to wait for the replicas.)
+    topo()
+        .primary
+        .exec("UPDATE weirtest.cache_hits SET v = 'uno' WHERE id = 1")
+        .unwrap();
     assert_eq!(one_string(&mut c, q).await, "one", "served from the cache");
-    tokio::time::sleep(Duration::from_millis(1600)).await;
+    tokio::time::sleep(Duration::from_millis(4100)).await;
     assert_eq!(one_string(&mut c, q).await, "uno", "expired: read again");
 
     // The digest table shows hits in hostgroup -1, as ProxySQL does.
@@ -125,9 +130,16 @@ async fn hits_misses_and_ttl() {
     assert_eq!(by_hg.get("-1"), Some(&"21"), "{rows:?}");
     assert_eq!(by_hg.get("0"), Some(&"4"), "{rows:?}");
 
-    // Expired entries are purged in the background.
-    tokio::time::sleep(Duration::from_millis(2600)).await;
-    let s = cache_stats(&w);
+    // Expired entries are purged in the background (every second): the last one stored
+    // expires 4 s after the read above.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let s = loop {
+        let s = cache_stats(&w);
+        if s["Entries"] == 0 || std::time::Instant::now() > deadline {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert_eq!(s["Entries"], 0, "{s:?}");
     assert!(s["Purged"] >= 3, "{s:?}");
     assert_eq!(s["Memory_bytes"], 0);

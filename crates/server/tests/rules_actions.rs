@@ -36,12 +36,12 @@ async fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) 
 }
 
 /// Waits until no thread of the primary runs a statement starting with `prefix` (the server
-/// may clear a thread's statement text a moment after its reply went out); panics after 2 s,
+/// may clear a thread's statement text a moment after its reply went out); panics after 5 s,
 /// well before a statement that was not stopped would end.
 async fn gone_from_primary(prefix: &str) {
     wait_until(
         &format!("{prefix} to leave the primary's processlist"),
-        Duration::from_secs(2),
+        Duration::from_secs(5),
         || {
             topo()
                 .primary

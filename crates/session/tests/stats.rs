@@ -124,7 +124,13 @@ async fn stats_follow_real_traffic() {
     a.query_drop("BEGIN").await.unwrap();
     a.query_drop("SELECT 2").await.unwrap();
 
-    let s = stats_snapshot(&shared);
+    // A session counts its statement after the reply is written: wait for the last one.
+    let s = until(&shared, "the statements counted", |s| {
+        count(s, "SELECT") >= selects + 5
+            && count(s, "BEGIN") == 1
+            && s.processlist.iter().all(|p| p.command == "Sleep")
+    })
+    .await;
     // 1 + the failing one + 2 executes (counted under the prepared statement's command) + 1.
     assert!(count(&s, "SELECT") >= selects + 5, "{:?}", s.commands);
     assert_eq!(count(&s, "BEGIN"), 1);
@@ -196,7 +202,12 @@ async fn stats_follow_real_traffic() {
     assert_ne!(p.l_srv_port, 0);
     assert_eq!(global(&s, "Client_Connections_non_idle"), 1);
     let b = running.await.unwrap();
-    let s = stats_snapshot(&shared);
+    let s = until(&shared, "the 1 s statement counted", |s| {
+        s.commands
+            .iter()
+            .any(|c| c.command == "SELECT" && c.buckets[9] >= 1)
+    })
+    .await;
     let slept = s.commands.iter().find(|c| c.command == "SELECT").unwrap();
     // Just over 1 s: cnt_5s counts 1 s < t <= 5 s.
     assert!(
@@ -215,7 +226,7 @@ async fn stats_follow_real_traffic() {
     assert!(count(&after, "SELECT") >= selects + 6);
 
     a.query_drop("COMMIT").await.unwrap();
-    let s = stats_snapshot(&shared);
+    let s = until(&shared, "COMMIT counted", |s| count(s, "COMMIT") == 1).await;
     assert_eq!(global(&s, "Active_Transactions"), 0);
     assert_eq!(count(&s, "COMMIT"), 1);
     drop(a.disconnect().await);
