@@ -270,9 +270,23 @@ fn prepared_statement_long_data_cursor_fetch_reset() {
     p.extend_from_slice(&2u32.to_le_bytes());
     let r = c.command(&p, Expect::Fetch);
     assert_eq!(r.len(), 2, "last row and EOF: {r:?}");
+    // After COM_STMT_RESET the cursor is gone: a FETCH gets 1421, as from the server.
+    let mut reset = vec![0x1a];
+    reset.extend_from_slice(&stmt);
+    assert_eq!(c.command(&reset, Expect::Status)[0][0], 0);
+    let r = c.command(&p, Expect::Fetch);
+    assert_eq!(err_code(&r[0]), Some(1421), "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r[0]).contains("has no open cursor"),
+        "{r:?}"
+    );
     // Executing an id that was never prepared on this session.
     let r = c.command(&[0x17, 0x99, 0, 0, 0, 0, 1, 0, 0, 0], Expect::ResultSets);
     assert_eq!(err_code(&r[0]), Some(1243));
+    assert!(
+        String::from_utf8_lossy(&r[0]).ends_with("given to mysqld_stmt_execute"),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -446,6 +460,15 @@ fn weirs_own_oks_carry_the_sql_mode_flags() {
     assert_eq!(status(&r[0]) & 0x8200, 0, "after SET STATEMENT: {r:?}");
     let r = c.query("SELECT @@sql_mode LIKE '%NO_BACKSLASH%'");
     assert_eq!(&r[r.len() - 2][1..], b"0", "{r:?}");
+    // In a read-only transaction, the transaction flags of weir's OKs are the server's.
+    let r = c.query("START TRANSACTION READ ONLY");
+    let in_trans = status(&r[0]) & 0x2001;
+    assert_eq!(in_trans, 0x2001, "IN_TRANS | IN_TRANS_READONLY: {r:?}");
+    let r = c.command(&p, Expect::Status); // COM_INIT_DB
+    assert_eq!(status(&r[0]) & 0x2003, 0x2003, "COM_INIT_DB: {r:?}");
+    c.query("COMMIT");
+    let r = c.command(&[0x0e], Expect::Status);
+    assert_eq!(status(&r[0]) & 0x2001, 0, "after COMMIT: {r:?}");
 }
 
 /// A client asking for the compressed protocol, which weir does not offer, is refused at

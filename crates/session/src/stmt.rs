@@ -175,13 +175,17 @@ fn with_server_id(payload: &[u8], server_id: u32) -> Vec<u8> {
 }
 
 fn unknown_statement(id: u32, code: u8) -> ErrInfo {
+    // The server's own words, which name its functions rather than the commands.
+    let to = match code {
+        com::STMT_EXECUTE => "mysqld_stmt_execute",
+        com::STMT_FETCH => "mysqld_stmt_fetch",
+        com::STMT_RESET => "mysqld_stmt_reset",
+        other => com::name(other),
+    };
     ErrInfo::new(
         errcode::ER_UNKNOWN_STMT_HANDLER,
         "HY000",
-        format!(
-            "Unknown prepared statement handler ({id}) given to {}",
-            com::name(code)
-        ),
+        format!("Unknown prepared statement handler ({id}) given to {to}"),
     )
 }
 
@@ -706,7 +710,16 @@ impl Session {
         let id = statement_id(&cmd);
         let global = match self.prepared.get(&id) {
             Some(p) if p.cursor && self.backend.is_some() => p.global.id,
-            _ => {
+            Some(_) => {
+                let e = ErrInfo::new(
+                    errcode::ER_STMT_HAS_NO_OPEN_CURSOR,
+                    "HY000",
+                    format!("The statement ({id}) has no open cursor"),
+                );
+                self.client.send_err(seq, &e).await?;
+                return Ok(Flow::Continue);
+            }
+            None => {
                 self.client
                     .send_err(seq, &unknown_statement(id, com::STMT_FETCH))
                     .await?;
@@ -839,11 +852,10 @@ impl Session {
 
     /// The status for replies weir makes itself.
     pub(crate) fn ok_status(&self) -> OkInfo {
-        let in_trans = self
-            .backend
-            .as_ref()
-            .is_some_and(|b| b.conn_ref().in_transaction());
-        let mut st = if in_trans { status::IN_TRANS } else { 0 };
+        // The transaction flags as the server last sent them (READ ONLY included).
+        let mut st = self.backend.as_ref().map_or(0, |b| {
+            b.conn_ref().status & (status::IN_TRANS | status::IN_TRANS_READONLY)
+        });
         if self.autocommit() {
             st |= status::AUTOCOMMIT;
         }
