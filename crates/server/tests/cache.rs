@@ -322,6 +322,46 @@ async fn prepared_statements_are_cached_by_parameters() {
     assert_eq!(cache_stats(&w)["count_GET_OK"], 13);
 }
 
+/// An execution is keyed by where its statement was prepared (schema, sql_mode), which the
+/// session may have left since: another client preparing the same text elsewhere never gets
+/// its reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_are_cached_by_where_they_were_prepared() {
+    on_primary(
+        "CREATE DATABASE IF NOT EXISTS cache_ps_other; \
+         CREATE OR REPLACE TABLE weirtest.cache_ps_where (id INT PRIMARY KEY, v VARCHAR(20)); \
+         INSERT INTO weirtest.cache_ps_where VALUES (1, 'weirtest'); \
+         CREATE OR REPLACE TABLE cache_ps_other.cache_ps_where (id INT PRIMARY KEY, v VARCHAR(20)); \
+         INSERT INTO cache_ps_other.cache_ps_where VALUES (1, 'other')",
+    );
+    let w = weir_caching("cache_ps_where", 60_000);
+    // `1 || 0` is '10' with PIPES_AS_CONCAT, 1 (OR) without.
+    let text = "SELECT CONCAT(v, ?, 1 || 0) FROM cache_ps_where WHERE id = 1";
+    // Prepared in weirtest with PIPES_AS_CONCAT, executed after both changed.
+    let mut a = connect(&w).await;
+    a.query_drop("SET sql_mode = 'PIPES_AS_CONCAT'")
+        .await
+        .unwrap();
+    let stmt = a.prep(text).await.unwrap();
+    a.query_drop("USE cache_ps_other").await.unwrap();
+    a.query_drop("SET sql_mode = DEFAULT").await.unwrap();
+    let got: Option<String> = a.exec_first(&stmt, ("!",)).await.unwrap();
+    assert_eq!(got.as_deref(), Some("weirtest!10"), "as prepared");
+    // Another client, in the schema and sql_mode the first one is in now.
+    let mut b = connect_to(&w, WEIR_USER, WEIR_PASS, "cache_ps_other").await;
+    b.query_drop("SET sql_mode = DEFAULT").await.unwrap();
+    let got: Option<String> = b.exec_first(text, ("!",)).await.unwrap();
+    assert_eq!(got.as_deref(), Some("other!1"), "its own statement's reply");
+    let s = cache_stats(&w);
+    assert_eq!((s["count_SET"], s["count_GET_OK"]), (2, 0), "{s:?}");
+    // Each gets its own entry after that.
+    let got: Option<String> = a.exec_first(&stmt, ("!",)).await.unwrap();
+    assert_eq!(got.as_deref(), Some("weirtest!10"));
+    let got: Option<String> = b.exec_first(text, ("!",)).await.unwrap();
+    assert_eq!(got.as_deref(), Some("other!1"));
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_misses_run_once_on_the_server() {
     on_primary("CREATE OR REPLACE SEQUENCE weirtest.cache_seq START WITH 1 INCREMENT BY 1");

@@ -113,17 +113,24 @@ impl Session {
         self.cache_key = key;
     }
 
-    /// The key of a prepared statement's execution: its text and parameter types, then the
-    /// `params` parts of the execute packet (everything but the statement id and the types).
+    /// The key of a prepared statement's execution: where it was prepared (its schema, sql_mode
+    /// and charsets, which may differ from the session's now), its text and parameter types,
+    /// then the `params` parts of the execute packet (everything but the statement id and the
+    /// types).
     pub(crate) fn execute_key(
         &self,
         key: &mut Vec<u8>,
-        text: &[u8],
+        stmt: &crate::stmt::GlobalStmt,
         types: &[u8],
         params: &[&[u8]],
     ) {
         self.begin_key(key, KIND_EXECUTE);
-        push_field(key, text);
+        match &stmt.schema {
+            Some(s) => push_field(key, s.as_bytes()),
+            None => key.extend_from_slice(&u32::MAX.to_le_bytes()),
+        }
+        key.extend_from_slice(&stmt.parse_fingerprint.to_le_bytes());
+        push_field(key, &stmt.text);
         push_field(key, types);
         for p in params {
             key.extend_from_slice(p);

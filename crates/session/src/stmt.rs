@@ -43,6 +43,8 @@ pub struct GlobalStmt {
     /// The charsets and sql_mode it was prepared in (they decide how its text is read:
     /// `||`, `"..."`, the charset of its literals).
     pub parse_context: weir_sql::SessionVars,
+    /// `parse_context.fingerprint()`, for cache keys.
+    pub parse_fingerprint: u64,
     /// Parameter count.
     pub params: u16,
     /// Result column count when prepared.
@@ -101,6 +103,7 @@ impl StmtRegistry {
             text: key.text.clone(),
             schema: key.schema.clone(),
             parse_context: key.parse_context.clone(),
+            parse_fingerprint: key.parse_context.fingerprint(),
             params,
             columns,
         });
@@ -394,7 +397,7 @@ impl Session {
                 (_, Some(t)) => &t[..],
                 (_, None) => return None,
             };
-            self.execute_key(&mut key, &p.global.text, types, &[head, values]);
+            self.execute_key(&mut key, &p.global, types, &[head, values]);
             Some(())
         });
         self.cache_key = key;
