@@ -622,55 +622,51 @@ impl Session {
             return Ok(Ensure::Ready(sid));
         }
         let server = b.server().clone();
-        // The statement is read in the charsets and sql_mode it was first prepared in: the
-        // connection goes there for the prepare and back (two round trips, only when they
-        // differ from the client's now).
-        let switch = self.parse_context_switch(&global.parse_context);
-        if let Some(sw) = &switch {
-            if let Err(e) = self.run_held(&sw.there).await {
-                self.drop_backend().await;
-                return Ok(Ensure::Lost(e));
-            }
-        }
-        let Some(b) = self.backend.as_mut() else {
-            return Ok(Ensure::Refused);
-        };
-        let conn = b.conn();
         // The statement resolves names in the schema it was prepared in.
+        let conn = b.conn();
         let back_to = match (&global.schema, &conn.schema) {
             (Some(want), have) if have.as_deref() != Some(&**want) => {
                 let back = have.clone();
                 if let Err(e) = conn.init_db(want).await {
-                    if switch.is_some() {
-                        self.drop_backend().await;
-                        return Ok(Ensure::Lost(e));
-                    }
                     return self.prepare_failed(e, &server, seq).await;
                 }
                 back
             }
             _ => None,
         };
-        let prepared = conn.prepare(&global.text).await;
-        let mut restored = match back_to {
-            Some(schema) => conn.init_db(&schema).await,
-            None => Ok(()),
-        };
-        if let (Some(sw), Ok(())) = (&switch, &restored) {
-            restored = self.run_held(&sw.back).await;
+        // And it is read in the charsets and sql_mode it was first prepared in: the connection
+        // goes there for the prepare and back (two round trips, only when they differ from the
+        // client's now). A failure there leaves the connection in an unknown state: closed.
+        let switch = self.parse_context_switch(&global.parse_context);
+        let mut prepared = None;
+        let mut restored = Ok(());
+        if let Some(sw) = &switch {
+            restored = self.run_held(&sw.there).await;
+        }
+        if restored.is_ok() {
+            if let Some(b) = self.backend.as_mut() {
+                prepared = Some(b.conn().prepare(&global.text).await);
+            }
+            if let Some(sw) = &switch {
+                restored = self.run_held(&sw.back).await;
+            }
         }
         if let Err(e) = restored {
-            if switch.is_some() {
-                // The connection may be left in the statement's sql_mode.
-                self.drop_backend().await;
-                return Ok(Ensure::Lost(e));
-            }
-            return self.prepare_failed(e, &server, seq).await;
+            self.drop_backend().await;
+            return Ok(Ensure::Lost(e));
         }
         let Some(b) = self.backend.as_mut() else {
             return Ok(Ensure::Refused);
         };
         let conn = b.conn();
+        if let Some(schema) = back_to {
+            if let Err(e) = conn.init_db(&schema).await {
+                return self.prepare_failed(e, &server, seq).await;
+            }
+        }
+        let Some(prepared) = prepared else {
+            return Ok(Ensure::Refused);
+        };
         let info = match prepared {
             Ok(info) => info,
             Err(e) => return self.prepare_failed(e, &server, seq).await,
