@@ -280,6 +280,21 @@ fn prepared_statement_long_data_cursor_fetch_reset() {
         String::from_utf8_lossy(&r[0]).contains("has no open cursor"),
         "{r:?}"
     );
+    // A cursor whose query fails as it is filled: the server's error, after the definitions
+    // it sent, reaches the client, and the session goes on.
+    let mut p = vec![0x16];
+    p.extend_from_slice(b"SELECT (SELECT 1 UNION SELECT 2) AS x");
+    let r = c.command(&p, Expect::Prepare);
+    let failing = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    let mut p = vec![0x17];
+    p.extend_from_slice(&failing);
+    p.push(1); // CURSOR_TYPE_READ_ONLY
+    p.extend_from_slice(&1u32.to_le_bytes());
+    let r = c.command(&p, Expect::ResultSets);
+    let last = r.last().map(|p| err_code(p));
+    assert_eq!(last, Some(Some(1242)), "{r:?}");
+    let r = c.query("SELECT 5");
+    assert_eq!(&r[3][1..], b"5", "{r:?}");
     // Executing an id that was never prepared on this session.
     let r = c.command(&[0x17, 0x99, 0, 0, 0, 0, 1, 0, 0, 0], Expect::ResultSets);
     assert_eq!(err_code(&r[0]), Some(1243));

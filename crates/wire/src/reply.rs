@@ -185,6 +185,12 @@ impl ReplyTracker {
                 Ok(Role::Definition)
             }
             State::ColumnsEof => {
+                if first == 0xff {
+                    // The statement failed once the definitions were out (MariaDB does this
+                    // when a cursor's query fails as it is materialized).
+                    self.state = State::Done;
+                    return Ok(Role::Err);
+                }
                 if !is_eof(len, first) {
                     return Err(unexpected(self.state));
                 }

@@ -98,6 +98,16 @@ fn cursor_open_ends_after_definitions() {
 }
 
 #[test]
+fn error_after_definitions_ends_reply() {
+    // A cursor execution that fails once the server has sent the definitions (a subquery
+    // returning several rows, an out-of-range result): ERR instead of the EOF.
+    let mut t = ReplyTracker::new(Expect::ResultSets);
+    feed_all(&mut t, &[vec![1], vec![3]]);
+    assert_eq!(t.feed(9, b"\xff\xda\x04#21000").unwrap(), Role::Err);
+    assert!(t.is_done());
+}
+
+#[test]
 fn huge_row_continuations_are_not_classified() {
     let mut t = ReplyTracker::new(Expect::Fetch);
     assert_eq!(t.feed(MAX_PAYLOAD, &[0]).unwrap(), Role::Row);
