@@ -1422,6 +1422,25 @@ fn ignore_space_from_the_handshake_survives_reuse() {
     assert!(m.contains("IGNORE_SPACE"), "{m}");
     let r = b.query("SELECT COUNT (*) FROM (SELECT 1) t");
     assert_ne!(r[0][0], 0xff, "{:?}", String::from_utf8_lossy(&r[0]));
+    // As on the server, COM_RESET_CONNECTION goes back to the global sql_mode: no IGNORE_SPACE.
+    let r = b.command(&[0x1f], weir_wire::reply::Expect::Status);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    let m = mode(&mut b);
+    assert!(!m.contains("IGNORE_SPACE"), "{m}");
+    let global = primary("SELECT @@global.sql_mode");
+    assert_eq!(m, global[0][0]);
+    // (The server itself.)
+    let (mut d, p) = RawClient::login_caps(
+        topo().primary.port,
+        WEIR_USER,
+        WEIR_PASS,
+        Some("weirtest"),
+        weir_wire::cap::IGNORE_SPACE,
+    );
+    assert_eq!(p[0], 0);
+    assert!(mode(&mut d).contains("IGNORE_SPACE"));
+    d.command(&[0x1f], weir_wire::reply::Expect::Status);
+    assert_eq!(mode(&mut d), global[0][0]);
 }
 
 /// KILL of a session that waits for a backend connection ends the wait at once.

@@ -166,6 +166,13 @@ impl Session {
     /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER).
     pub(crate) fn reset_state(&mut self) {
         self.vars = weir_sql::SessionVars::default();
+        if self.login.key.capabilities & weir_wire::cap::IGNORE_SPACE != 0 {
+            // The server adds IGNORE_SPACE for CLIENT_IGNORE_SPACE at login only: after a
+            // reset or a change of user, sql_mode is the global one.
+            if let SetEffect::Tracked(a) = weir_sql::parse_set(b"SET sql_mode = DEFAULT") {
+                self.vars.apply(&a);
+            }
+        }
         self.held = Held::default();
         self.effects = Effects::default();
         self.last_insert_id = 0;
