@@ -1443,6 +1443,38 @@ fn ignore_space_from_the_handshake_survives_reuse() {
     assert_eq!(mode(&mut d), global[0][0]);
 }
 
+/// `SET CHARACTER SET` gives the connection the charset of the schema the client is in at that
+/// moment; on another connection, in another schema, the client keeps that charset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_character_set_follows_the_schema_it_ran_in() {
+    let w = start_with_max(2, "auto_increment_delay_multiplex = 0");
+    primary(
+        "CREATE DATABASE IF NOT EXISTS mp_latin1 CHARACTER SET latin1; \
+         CREATE DATABASE IF NOT EXISTS mp_utf8mb4 CHARACTER SET utf8mb4",
+    );
+    let mut a = connect(&w, Some("mp_latin1")).await;
+    let mut b = connect(&w, Some("weirtest")).await;
+    a.query_drop("SET CHARACTER SET utf8mb4").await.unwrap();
+    let first: Option<u64> = a.query_first("SELECT CONNECTION_ID()").await.unwrap();
+    a.query_drop("USE mp_utf8mb4").await.unwrap();
+    // b takes the connection a just used: a's next statement runs on the other one.
+    b.query_drop("BEGIN").await.unwrap();
+    let b_on: Option<u64> = b.query_first("SELECT CONNECTION_ID()").await.unwrap();
+    let row: Option<(String, String, u64)> = a
+        .query_first("SELECT CHARSET('x'), @@collation_connection, CONNECTION_ID()")
+        .await
+        .unwrap();
+    let (charset, collation, a_on) = row.unwrap();
+    assert_eq!(b_on, first, "b got the connection a left");
+    assert_ne!(Some(a_on), first, "a moved to another connection");
+    assert_eq!(
+        (charset.as_str(), collation.as_str()),
+        ("latin1", "latin1_swedish_ci"),
+        "the charset of the schema SET CHARACTER SET ran in, as on the server"
+    );
+    b.query_drop("COMMIT").await.unwrap();
+}
+
 /// KILL of a session that waits for a backend connection ends the wait at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_ends_a_wait_for_a_connection() {

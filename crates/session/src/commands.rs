@@ -450,9 +450,51 @@ impl Session {
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let outcome = self.run_with_retries(&cmd, expect, limits).await?;
         if let Some(outcome) = &outcome {
+            if outcome.error.is_none() {
+                self.resolve_database_charset().await;
+            }
             self.after_reply(outcome, pins, use_schema);
         }
         Ok(outcome)
+    }
+
+    /// `SET CHARACTER SET` gives the connection the character set of the schema it is in
+    /// now: it is read back on that connection, so that another connection, in another
+    /// schema, gets the same collation rather than its own schema's.
+    async fn resolve_database_charset(&mut self) {
+        let Some(set) = self.effects.set.as_mut() else {
+            return;
+        };
+        let Some(a) = set
+            .iter_mut()
+            .find(|a| a.value.as_deref() == Some(weir_sql::DATABASE_CHARSET))
+        else {
+            return;
+        };
+        let Some(b) = self.backend.as_mut() else {
+            return;
+        };
+        match b.conn().query_rows("SELECT @@collation_connection").await {
+            Ok(rows) => {
+                let collation = rows.rows.first().and_then(|r| r.first()).cloned().flatten();
+                match collation {
+                    Some(c) if c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+                        a.slot = weir_sql::Slot::System {
+                            key: "collation_connection",
+                            name: "collation_connection",
+                        };
+                        a.value = Some(format!("'{c}'").into());
+                    }
+                    other => {
+                        tracing::debug!(collation = ?other, "SET CHARACTER SET: unexpected collation_connection")
+                    }
+                }
+            }
+            Err(e) => {
+                // The SET ran; the next statement finds out whether the connection is usable.
+                tracing::debug!(error = %e, "SET CHARACTER SET: collation_connection not read");
+            }
+        }
     }
 
     /// Follows what a relayed reply changed (schema, pins, the insert id) and returns the

@@ -66,8 +66,9 @@ const RESULTS: Slot = Slot::System {
     name: "character_set_results",
 };
 const CONNECTION_KEY: &str = "collation_connection";
-/// What `SET CHARACTER SET` gives `character_set_connection`, in the server's own words.
-const DATABASE_CHARSET: &str = "@@character_set_database";
+/// What `SET CHARACTER SET` gives `character_set_connection`, in the server's own words (it
+/// depends on the schema the connection is in: the session resolves it once the SET ran).
+pub const DATABASE_CHARSET: &str = "@@character_set_database";
 
 /// Parses one statement that starts with SET (leading whitespace/comments allowed, one optional
 /// trailing ';' and trailing whitespace/comments allowed). Anything after a ';' other than
