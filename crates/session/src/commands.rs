@@ -450,7 +450,9 @@ impl Session {
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let outcome = self.run_with_retries(&cmd, expect, limits).await?;
         if let Some(outcome) = &outcome {
-            if outcome.error.is_none() {
+            // A statement read on the connection would clear the SET's warnings, which the
+            // client may still ask for: then the SET is replayed as written.
+            if outcome.error.is_none() && outcome.warnings == 0 {
                 self.resolve_database_charset().await;
             }
             self.after_reply(outcome, pins, use_schema);
