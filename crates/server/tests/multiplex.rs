@@ -1803,3 +1803,199 @@ async fn pipelined_statements_do_not_wait_behind_a_slow_one() {
     a.await.unwrap();
     b.await.unwrap();
 }
+
+/// A result column as its definition describes it: name, charset (collation) id, flags.
+type ColumnMeta = (String, u16, u16);
+
+fn column_meta(columns: &[mysql_async::Column]) -> Vec<ColumnMeta> {
+    columns
+        .iter()
+        .map(|c| {
+            (
+                c.name_str().into_owned(),
+                c.character_set(),
+                c.flags().bits(),
+            )
+        })
+        .collect()
+}
+
+async fn query_meta(c: &mut Conn, q: &str) -> Vec<ColumnMeta> {
+    let r = c.query_iter(q).await.unwrap();
+    let meta = column_meta(r.columns_ref());
+    r.drop_result().await.unwrap();
+    meta
+}
+
+/// What three clients sharing one connection see of their result columns (a after
+/// `SET NAMES utf8mb4 COLLATE utf8mb4_bin`, b in the login charsets, c with the same charsets
+/// and connection collation as a but set one by one), each statement after another client's.
+async fn names_collate_run(port: u16) -> Vec<(&'static str, Vec<ColumnMeta>)> {
+    let opts = || opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let mut a = Conn::new(opts()).await.unwrap();
+    let mut b = Conn::new(opts()).await.unwrap();
+    let mut c = Conn::new(opts()).await.unwrap();
+    let q = "SELECT 'x' AS a, CONCAT('x', 1) AS b";
+    let mut seen = Vec::new();
+    a.query_drop("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
+        .await
+        .unwrap();
+    seen.push(("a", query_meta(&mut a, q).await));
+    let stmt = a
+        .prep("SELECT 'x' AS a, CONCAT(?, 'x') AS b")
+        .await
+        .unwrap();
+    seen.push(("a prepared", column_meta(&stmt.columns())));
+    seen.push(("b", query_meta(&mut b, q).await));
+    seen.push(("a after b", query_meta(&mut a, q).await));
+    let r = a.exec_iter(&stmt, ("y",)).await.unwrap();
+    seen.push(("a executes after b", column_meta(r.columns_ref())));
+    r.drop_result().await.unwrap();
+    seen.push(("b after a", query_meta(&mut b, q).await));
+    c.query_drop("SET NAMES utf8mb4").await.unwrap();
+    c.query_drop("SET collation_connection = utf8mb4_bin")
+        .await
+        .unwrap();
+    seen.push(("a after c", query_meta(&mut a, q).await));
+    seen.push(("c after a", query_meta(&mut c, q).await));
+    a.query_drop("SET character_set_results = utf8mb4")
+        .await
+        .unwrap();
+    seen.push(("c", query_meta(&mut c, q).await));
+    seen.push((
+        "a after SET character_set_results",
+        query_meta(&mut a, q).await,
+    ));
+    for conn in [a, b, c] {
+        conn.disconnect().await.unwrap();
+    }
+    seen
+}
+
+/// After `SET NAMES cs COLLATE coll` the server keeps the collation in character_set_results
+/// and describes result columns with it (46, utf8mb4_bin, not 45): weir replays that SET NAMES
+/// wherever the client's next statement runs, and does not take a connection in that state for
+/// one whose character_set_results was set on its own.
+#[tokio::test]
+async fn set_names_collate_describes_columns_as_on_the_server() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = names_collate_run(topo().primary.port).await;
+    let ids: Vec<(&str, Vec<u16>)> = direct
+        .iter()
+        .map(|(step, cols)| (*step, cols.iter().map(|c| c.1).collect()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            ("a", vec![46, 46]),
+            ("a prepared", vec![46, 46]),
+            ("b", vec![45, 45]),
+            ("a after b", vec![46, 46]),
+            ("a executes after b", vec![46, 46]),
+            ("b after a", vec![45, 45]),
+            ("a after c", vec![46, 46]),
+            ("c after a", vec![45, 45]),
+            ("c", vec![45, 45]),
+            ("a after SET character_set_results", vec![45, 45]),
+        ],
+        "the server itself: {direct:?}"
+    );
+    let through_weir = names_collate_run(w.port).await;
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+}
+
+/// The column definitions of a reply read by [`common::raw::RawClient`]: a result set (column
+/// count first) or a prepare's reply (its columns after its parameters).
+fn raw_column_meta(reply: &[Vec<u8>]) -> Vec<ColumnMeta> {
+    use weir_wire::io::Reader;
+    let (first, count) = match reply[0][0] {
+        0 => {
+            let columns = u16::from_le_bytes([reply[0][5], reply[0][6]]) as usize;
+            let params = u16::from_le_bytes([reply[0][7], reply[0][8]]) as usize;
+            // Parameter definitions and their EOF come first.
+            (1 + params + usize::from(params > 0), columns)
+        }
+        _ => (1, Reader::new(&reply[0]).lenenc("count").unwrap() as usize),
+    };
+    reply[first..first + count]
+        .iter()
+        .map(|def| {
+            let mut r = Reader::new(def);
+            for what in ["catalog", "schema", "table", "org_table"] {
+                r.lenenc_bytes(what).unwrap();
+            }
+            let name = String::from_utf8_lossy(r.lenenc_bytes("name").unwrap()).into_owned();
+            r.lenenc_bytes("org_name").unwrap();
+            r.lenenc("fixed").unwrap();
+            let charset = r.u16("charset").unwrap();
+            r.take(5, "length, type").unwrap();
+            (name, charset, r.u16("flags").unwrap())
+        })
+        .collect()
+}
+
+/// Two clients that logged in with collation 46 (utf8mb4_bin), on one connection: what the
+/// first sees of its result columns after the second ran `SET NAMES latin1` there, by a query
+/// and by a prepared statement, and what the second sees after COM_RESET_CONNECTION.
+fn handshake_collation_run(port: u16) -> Vec<(&'static str, Vec<ColumnMeta>)> {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let login = || {
+        let (c, p) =
+            RawClient::login_collation(port, WEIR_USER, WEIR_PASS, Some("weirtest"), 0, 46);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let (mut a, mut b) = (login(), login());
+    let q = "SELECT 'x' AS a, CONCAT('x', 1) AS b";
+    let mut seen = Vec::new();
+    seen.push(("a", raw_column_meta(&a.query(q))));
+    b.query("SET NAMES latin1");
+    seen.push(("b after SET NAMES latin1", raw_column_meta(&b.query(q))));
+    seen.push(("a after b", raw_column_meta(&a.query(q))));
+    b.query("SELECT 1");
+    let mut prepare = vec![0x16];
+    prepare.extend_from_slice(q.as_bytes());
+    let r = a.command(&prepare, Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+    seen.push(("a prepares after b", raw_column_meta(&r)));
+    b.query("SELECT 1");
+    let mut execute = vec![0x17];
+    execute.extend_from_slice(&r[0][1..5]);
+    execute.push(0); // no cursor
+    execute.extend_from_slice(&1u32.to_le_bytes());
+    let r = a.command(&execute, Expect::ResultSets);
+    seen.push(("a executes after b", raw_column_meta(&r)));
+    b.query("SET NAMES latin1");
+    let r = b.command(&[0x1f], Expect::Status);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    seen.push(("b after COM_RESET_CONNECTION", raw_column_meta(&b.query(q))));
+    seen
+}
+
+/// A handshake collation that is not its charset's default (46, utf8mb4_bin) stays in
+/// character_set_results, as at login, when weir brings a connection back to the client's
+/// login charsets (and after COM_RESET_CONNECTION, which goes back to them).
+#[test]
+fn a_handshake_collation_describes_columns_as_on_the_server() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = handshake_collation_run(topo().primary.port);
+    let ids: Vec<(&str, Vec<u16>)> = direct
+        .iter()
+        .map(|(step, cols)| (*step, cols.iter().map(|c| c.1).collect()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            ("a", vec![46, 46]),
+            ("b after SET NAMES latin1", vec![8, 8]),
+            ("a after b", vec![46, 46]),
+            ("a prepares after b", vec![46, 46]),
+            ("a executes after b", vec![46, 46]),
+            ("b after COM_RESET_CONNECTION", vec![46, 46]),
+        ],
+        "the server itself: {direct:?}"
+    );
+    let through_weir = handshake_collation_run(w.port);
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+}

@@ -336,6 +336,15 @@ pub fn collation_by_id(id: u32) -> Option<(&'static str, &'static str)> {
     COLLATIONS.get(i).map(|c| (c.2, c.1))
 }
 
+/// Whether a collation id is its charset's default collation (false when unknown).
+pub(crate) fn is_default_collation(id: u32) -> bool {
+    COLLATIONS
+        .binary_search_by_key(&id, |c| c.0)
+        .ok()
+        .and_then(|i| COLLATIONS.get(i))
+        .is_some_and(|c| c.3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +361,9 @@ mod tests {
         assert_eq!(collation_by_id(63), Some(("binary", "binary")));
         assert_eq!(collation_by_id(17), None);
         assert_eq!(collation_by_id(255), None);
+        assert!(is_default_collation(45));
+        assert!(!is_default_collation(46));
+        assert!(is_default_collation(63));
+        assert!(!is_default_collation(255));
     }
 }

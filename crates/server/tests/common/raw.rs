@@ -57,6 +57,18 @@ impl RawClient {
         db: Option<&str>,
         extra: u32,
     ) -> (RawClient, Vec<u8>) {
+        Self::login_collation(port, user, pass, db, extra, 45)
+    }
+
+    /// As [`RawClient::login_caps`], with the given handshake collation id.
+    pub fn login_collation(
+        port: u16,
+        user: &str,
+        pass: &str,
+        db: Option<&str>,
+        extra: u32,
+        collation: u8,
+    ) -> (RawClient, Vec<u8>) {
         let mut c = Self::connect_only(port);
         let proof =
             native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(pass.as_bytes()));
@@ -74,7 +86,7 @@ impl RawClient {
         let resp = HandshakeResponse {
             capabilities: caps,
             max_packet: 1 << 24,
-            collation: 45,
+            collation,
             username: user.into(),
             auth_response: proof.to_vec(),
             database: db.map(str::to_string),

@@ -42,7 +42,8 @@ pub enum Slot {
     System {
         /// One key per server value, whichever name set it.
         key: &'static str,
-        /// The name the value was set with.
+        /// The name the value was set with; `names` for `character_set_results` set by
+        /// `SET NAMES cs COLLATE coll` (value `cs COLLATE coll`, replayed as that SET NAMES).
         name: &'static str,
     },
     /// A user variable, name lowercased without the '@' (backquoted names: content, lowercased).
@@ -65,6 +66,16 @@ const RESULTS: Slot = Slot::System {
     key: "character_set_results",
     name: "character_set_results",
 };
+/// `character_set_results` as `SET NAMES cs COLLATE coll` leaves it: holding the collation,
+/// which the server then gives result columns (46 for `utf8mb4_bin`), where any other way of
+/// setting it holds the charset's default collation (45). Its value is `cs COLLATE coll`, and
+/// only `SET NAMES <value>` reproduces it.
+const RESULTS_BY_NAMES: Slot = Slot::System {
+    key: "character_set_results",
+    name: NAMES,
+};
+/// The replay name of [`RESULTS_BY_NAMES`].
+pub(crate) const NAMES: &str = "names";
 const CONNECTION_KEY: &str = "collation_connection";
 /// What `SET CHARACTER SET` gives `character_set_connection`, in the server's own words (it
 /// depends on the schema the connection is in: the session resolves it once the SET ran).
@@ -343,12 +354,25 @@ impl<'t, 'a> Parser<'t, 'a> {
     /// `NAMES cs [COLLATE coll]`.
     fn names(&mut self, out: &mut Vec<Assignment>) -> Option<()> {
         let charset = self.charset_name()?;
-        let (name, connection) = if self.eat_word("COLLATE") {
-            ("collation_connection", self.charset_name()?)
+        if self.eat_word("COLLATE") {
+            let collation = self.charset_name()?;
+            let results = format!("{charset} COLLATE {collation}");
+            push_charsets(
+                out,
+                charset,
+                (RESULTS_BY_NAMES, results.into()),
+                "collation_connection",
+                collation,
+            );
         } else {
-            ("character_set_connection", charset.clone())
-        };
-        push_charsets(out, charset, name, connection);
+            push_charsets(
+                out,
+                charset.clone(),
+                (RESULTS, charset.clone()),
+                "character_set_connection",
+                charset,
+            );
+        }
         Some(())
     }
 
@@ -357,7 +381,8 @@ impl<'t, 'a> Parser<'t, 'a> {
         let charset = self.charset_name()?;
         push_charsets(
             out,
-            charset,
+            charset.clone(),
+            (RESULTS, charset),
             "character_set_connection",
             DATABASE_CHARSET.into(),
         );
@@ -365,24 +390,27 @@ impl<'t, 'a> Parser<'t, 'a> {
     }
 }
 
+/// The three charset assignments of `SET NAMES` / `SET CHARACTER SET`, in the order they
+/// are replayed: client, results, then connection under the name `connection_name`.
 fn push_charsets(
     out: &mut Vec<Assignment>,
-    charset: Box<str>,
-    name: &'static str,
+    client: Box<str>,
+    (results_slot, results): (Slot, Box<str>),
+    connection_name: &'static str,
     connection: Box<str>,
 ) {
     out.push(Assignment {
         slot: CLIENT,
-        value: Some(charset.clone()),
+        value: Some(client),
     });
     out.push(Assignment {
-        slot: RESULTS,
-        value: Some(charset),
+        slot: results_slot,
+        value: Some(results),
     });
     out.push(Assignment {
         slot: Slot::System {
             key: CONNECTION_KEY,
-            name,
+            name: connection_name,
         },
         value: Some(connection),
     });

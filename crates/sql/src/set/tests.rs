@@ -187,17 +187,31 @@ fn names_and_charset() {
             )
         ]
     );
+    // The collation stays in character_set_results too (result columns carry its id): that
+    // slot is replayed as the SET NAMES it came from.
     assert_eq!(
         tracked("SET NAMES 'utf8mb4' COLLATE utf8mb4_unicode_ci"),
         vec![
             client("'utf8mb4'"),
-            results("'utf8mb4'"),
+            sys(
+                "character_set_results",
+                "names",
+                "'utf8mb4' COLLATE utf8mb4_unicode_ci"
+            ),
             sys(
                 "collation_connection",
                 "collation_connection",
                 "utf8mb4_unicode_ci"
             )
         ]
+    );
+    assert_eq!(
+        tracked("SET NAMES utf8mb4 COLLATE 'utf8mb4_bin'")[1],
+        sys(
+            "character_set_results",
+            "names",
+            "utf8mb4 COLLATE 'utf8mb4_bin'"
+        )
     );
     assert_eq!(
         tracked("SET NAMES latin1, @a = 1"),

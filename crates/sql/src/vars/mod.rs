@@ -5,9 +5,9 @@
 #[cfg(test)]
 mod tests;
 
-use crate::collations::collation_by_id;
+use crate::collations::{collation_by_id, is_default_collation};
 use crate::set::switch::{self, OPTIMIZER_SWITCH};
-use crate::set::{Assignment, Slot};
+use crate::set::{parse_set, Assignment, SetEffect, Slot, NAMES};
 
 /// A client's or a backend connection's tracked session state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -44,6 +44,8 @@ const CHARSET_KEYS: [&str; 3] = [
     "character_set_results",
     "collation_connection",
 ];
+
+const RESULTS_KEY: &str = "character_set_results";
 
 /// The slots that change how the server reads a statement's text when it prepares it: the
 /// charset of the text and of its literals, and sql_mode (ANSI_QUOTES, PIPES_AS_CONCAT,
@@ -179,26 +181,8 @@ impl SessionVars {
         out: &mut Vec<String>,
     ) -> bool {
         let mut items = Vec::new();
-        for key in CHARSET_KEYS {
-            match (self.system_value(key), conn.system_value(key)) {
-                (Some(mine), theirs) if theirs != Some(mine) => {
-                    items.push(format!("{}={}", mine.name, mine.value));
-                }
-                (None, Some(_)) => {
-                    let Some((charset, collation)) =
-                        collation_by_id(u32::from(ctx.handshake_collation))
-                    else {
-                        return false;
-                    };
-                    let value = if key == "collation_connection" {
-                        collation
-                    } else {
-                        charset
-                    };
-                    items.push(format!("{key}='{value}'"));
-                }
-                _ => {}
-            }
+        if !self.sync_charsets(conn, ctx, &mut items) {
+            return false;
         }
         let mut keys: Vec<&str> = self
             .system
@@ -249,6 +233,70 @@ impl SessionVars {
         }
         if !items.is_empty() {
             out.push(format!("SET {}", items.join(", ")));
+        }
+        true
+    }
+
+    /// The part of [`SessionVars::sync_statements`] for the charset slots.
+    ///
+    /// `character_set_results` holds a collation, which the server gives result columns, and
+    /// only `SET NAMES cs COLLATE coll` or the handshake put one that is not the charset's
+    /// default there: `SET character_set_results=cs` takes the default (45 for utf8mb4 where
+    /// the client had 46, utf8mb4_bin). So when that slot differs and the client's came from
+    /// either, `SET NAMES` goes first, and the slots it set otherwise are put right after it.
+    fn sync_charsets(
+        &self,
+        conn: &SessionVars,
+        ctx: &SyncContext<'_>,
+        items: &mut Vec<String>,
+    ) -> bool {
+        let handshake = u32::from(ctx.handshake_collation);
+        // The connection's charset slots once the `SET NAMES` below ran, if one does.
+        let mut after_names = SessionVars::default();
+        let mut theirs = conn;
+        let mine = self.system_value(RESULTS_KEY);
+        if mine != conn.system_value(RESULTS_KEY) {
+            match mine {
+                Some(mine) if mine.name == NAMES => {
+                    let names = format!("NAMES {}", mine.value);
+                    let SetEffect::Tracked(set) = parse_set(format!("SET {names}").as_bytes())
+                    else {
+                        // Unreachable: the value is what the parser made of a SET NAMES.
+                        return false;
+                    };
+                    after_names.apply(&set);
+                    items.push(names);
+                    theirs = &after_names;
+                }
+                None if !is_default_collation(handshake) => {
+                    let Some((charset, collation)) = collation_by_id(handshake) else {
+                        return false;
+                    };
+                    // As the handshake: every charset slot back at the handshake collation.
+                    items.push(format!("NAMES '{charset}' COLLATE '{collation}'"));
+                    theirs = &after_names;
+                }
+                _ => {}
+            }
+        }
+        for key in CHARSET_KEYS {
+            match (self.system_value(key), theirs.system_value(key)) {
+                (Some(mine), theirs) if theirs != Some(mine) => {
+                    items.push(format!("{}={}", mine.name, mine.value));
+                }
+                (None, Some(_)) => {
+                    let Some((charset, collation)) = collation_by_id(handshake) else {
+                        return false;
+                    };
+                    let value = if key == "collation_connection" {
+                        collation
+                    } else {
+                        charset
+                    };
+                    items.push(format!("{key}='{value}'"));
+                }
+                _ => {}
+            }
         }
         true
     }

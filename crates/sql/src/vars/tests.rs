@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::{parse_set, SetEffect};
 use proptest::prelude::*;
 
 const MARIADB: SyncContext<'static> = SyncContext {
@@ -129,10 +128,7 @@ fn charsets_first_then_by_key_then_user_variables() {
         state(&["SET @z=1, wait_timeout=5, NAMES 'latin1' COLLATE latin1_bin, autocommit=1"]);
     assert_eq!(
         sync(&client, &SessionVars::default(), &MARIADB),
-        vec![
-            "SET character_set_client='latin1', character_set_results='latin1', \
-             collation_connection=latin1_bin, autocommit=1, wait_timeout=5, @`z`=1"
-        ]
+        vec!["SET NAMES 'latin1' COLLATE latin1_bin, autocommit=1, wait_timeout=5, @`z`=1"]
     );
     let client = state(&["SET CHARACTER SET cp1251"]);
     assert_eq!(
@@ -140,6 +136,103 @@ fn charsets_first_then_by_key_then_user_variables() {
         vec![
             "SET character_set_client=cp1251, character_set_results=cp1251, \
              character_set_connection=@@character_set_database"
+        ]
+    );
+}
+
+#[test]
+fn names_with_a_collation_is_replayed_as_set_names() {
+    let names = state(&["SET NAMES utf8mb4 COLLATE utf8mb4_bin"]);
+    assert_eq!(
+        sync(&names, &SessionVars::default(), &MARIADB),
+        vec!["SET NAMES utf8mb4 COLLATE utf8mb4_bin"]
+    );
+    // The same charsets and connection collation, but character_set_results without the
+    // collation (result columns described as 45, not 46): not the same state.
+    let one_by_one = state(&["SET NAMES utf8mb4", "SET collation_connection=utf8mb4_bin"]);
+    assert_ne!(names, one_by_one);
+    assert_ne!(names.fingerprint(), one_by_one.fingerprint());
+    assert_eq!(
+        sync(&names, &one_by_one, &MARIADB),
+        vec!["SET NAMES utf8mb4 COLLATE utf8mb4_bin"]
+    );
+    assert_eq!(
+        sync(&one_by_one, &names, &MARIADB),
+        vec!["SET character_set_results=utf8mb4"]
+    );
+    // What the session set after the SET NAMES goes right after it.
+    let then_client = state(&[
+        "SET NAMES utf8mb4 COLLATE utf8mb4_bin",
+        "SET character_set_client=latin1, sql_mode=''",
+    ]);
+    assert_eq!(
+        sync(&then_client, &state(&["SET NAMES latin1"]), &MARIADB),
+        vec!["SET NAMES utf8mb4 COLLATE utf8mb4_bin, character_set_client=latin1, sql_mode=''"]
+    );
+    // Nothing SET NAMES already put right is repeated.
+    let conn = state(&["SET character_set_client=latin1, collation_connection=utf8mb4_bin"]);
+    assert_eq!(
+        sync(&names, &conn, &MARIADB),
+        vec!["SET NAMES utf8mb4 COLLATE utf8mb4_bin"]
+    );
+    // character_set_results set afterwards holds the charset's default collation again.
+    let reset = state(&[
+        "SET NAMES utf8mb4 COLLATE utf8mb4_bin",
+        "SET character_set_results=utf8mb4",
+    ]);
+    assert_eq!(
+        sync(&reset, &SessionVars::default(), &MARIADB),
+        vec![
+            "SET character_set_client=utf8mb4, character_set_results=utf8mb4, \
+              collation_connection=utf8mb4_bin"
+        ]
+    );
+    // So does SET NAMES without COLLATE, and SET CHARACTER SET.
+    for plain in ["SET NAMES utf8mb4", "SET CHARACTER SET utf8mb4"] {
+        let vars = state(&["SET NAMES utf8mb4 COLLATE utf8mb4_bin", plain]);
+        assert_eq!(
+            vars.system("character_set_results"),
+            Some("utf8mb4"),
+            "{plain}"
+        );
+        assert!(
+            !sync(&vars, &names, &MARIADB)[0].contains("NAMES"),
+            "{plain}"
+        );
+    }
+}
+
+#[test]
+fn a_handshake_collation_that_is_not_the_default_comes_back_with_set_names() {
+    let bin = SyncContext {
+        handshake_collation: 46,
+        ..MARIADB
+    };
+    let latin1 = state(&["SET NAMES latin1"]);
+    assert_eq!(
+        sync(&SessionVars::default(), &latin1, &bin),
+        vec!["SET NAMES 'utf8mb4' COLLATE 'utf8mb4_bin'"]
+    );
+    let client = state(&["SET character_set_client=latin1, time_zone='+00:00'"]);
+    assert_eq!(
+        sync(&client, &latin1, &bin),
+        vec![
+            "SET NAMES 'utf8mb4' COLLATE 'utf8mb4_bin', character_set_client=latin1, \
+              time_zone='+00:00'"
+        ]
+    );
+    // character_set_results still at the handshake collation: the other slots one by one.
+    let conn = state(&["SET character_set_client=latin1, collation_connection=latin1_bin"]);
+    assert_eq!(
+        sync(&SessionVars::default(), &conn, &bin),
+        vec!["SET character_set_client='utf8mb4', collation_connection='utf8mb4_bin'"]
+    );
+    // A default handshake collation needs no SET NAMES (charsets_go_back_to_the_handshake_...).
+    assert_eq!(
+        sync(&SessionVars::default(), &latin1, &MARIADB),
+        vec![
+            "SET character_set_client='utf8mb4', character_set_results='utf8mb4', \
+             collation_connection='utf8mb4_general_ci'"
         ]
     );
 }
@@ -219,6 +312,24 @@ fn optimizer_switch_accumulates_and_replays_from_default() {
     );
 }
 
+/// The collation the server describes result columns with after `vars` on a connection that
+/// logged in with `handshake`, as the server decides it: the handshake's, the one `SET NAMES
+/// ... COLLATE` gave, or the default one of the charset `character_set_results` was set to.
+fn results_collation(vars: &SessionVars, handshake: u8) -> String {
+    let unquote = |s: &str| s.trim_matches('\'').to_ascii_lowercase();
+    match vars.system_value("character_set_results") {
+        None => collation_by_id(u32::from(handshake)).unwrap().1.to_owned(),
+        Some(s) if s.name == NAMES => unquote(s.value.split_once(" COLLATE ").unwrap().1),
+        Some(s) => {
+            let charset = unquote(&s.value);
+            crate::COLLATIONS
+                .iter()
+                .find(|c| c.3 && c.2 == charset)
+                .map_or(charset, |c| c.1.to_owned())
+        }
+    }
+}
+
 /// Assignments that combine in one SET statement.
 const ITEMS: &[&str] = &[
     "sql_mode=''",
@@ -240,6 +351,10 @@ const ITEMS: &[&str] = &[
     "character_set_connection=@@character_set_database",
     "NAMES utf8mb4",
     "NAMES 'latin1' COLLATE latin1_bin",
+    "NAMES utf8mb4 COLLATE utf8mb4_bin",
+    "NAMES latin1 COLLATE 'latin1_swedish_ci'",
+    "character_set_results=utf8mb4",
+    "character_set_results='latin1'",
     "CHARACTER SET cp1251",
     "CHARSET utf8mb4",
     "tx_isolation='READ-COMMITTED'",
@@ -289,9 +404,10 @@ proptest! {
         client_statements in proptest::collection::vec(statement(), 0..10),
         conn_statements in proptest::collection::vec(statement(), 0..10),
         mysql in any::<bool>(),
+        handshake in proptest::sample::select(&[45u8, 46, 8, 47][..]),
     ) {
         let ctx = SyncContext {
-            handshake_collation: 45,
+            handshake_collation: handshake,
             server_version: if mysql { "8.0.36" } else { "10.11.6-MariaDB" },
             ignore_space: false,
         };
@@ -312,16 +428,26 @@ proptest! {
         for mine in &client.system {
             prop_assert_eq!(conn.system_value(mine.key), Some(mine), "{:?}", replay);
         }
+        let (charset, collation) = collation_by_id(u32::from(handshake)).unwrap();
         for theirs in &conn.system {
             if client.system_value(theirs.key).is_none() {
                 let restored = match theirs.key {
-                    "character_set_client" | "character_set_results" => "'utf8mb4'",
-                    "collation_connection" => "'utf8mb4_general_ci'",
-                    _ => "DEFAULT",
+                    "character_set_results" if !is_default_collation(u32::from(handshake)) => {
+                        format!("'{charset}' COLLATE '{collation}'")
+                    }
+                    "character_set_client" | "character_set_results" => format!("'{charset}'"),
+                    "collation_connection" => format!("'{collation}'"),
+                    _ => "DEFAULT".to_owned(),
                 };
                 prop_assert_eq!(&*theirs.value, restored, "{:?} {:?}", theirs, replay);
             }
         }
+        prop_assert_eq!(
+            results_collation(&conn, handshake),
+            results_collation(&client, handshake),
+            "{:?}",
+            replay
+        );
         prop_assert_eq!(&conn.user, &client.user, "{:?}", replay);
     }
 }
