@@ -238,11 +238,14 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
         );
         seq = seq.wrapping_add(1);
     }
-    let schema = resp
-        .database
-        .clone()
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "main".into());
+    let schema = match admin.login_schema(resp.database.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            conn.send_err(seq, &ErrInfo::new(e.code, e.state, e.message))
+                .await?;
+            return Ok(None);
+        }
+    };
     let session = AdminSession {
         user: resp.username.clone(),
         role,

@@ -265,7 +265,21 @@ impl Admin {
                         }
                     })?
                 } else {
-                    store.execute(sql)?
+                    store.execute_dba(sql).map_err(|e| {
+                        if e.to_string().contains("not authorized") {
+                            AdminError::new(
+                                1142,
+                                "42000",
+                                format!(
+                                    "not allowed on the admin interface: '{sql}' (the tables \
+                                     of its schemas are fixed: change their rows with INSERT, \
+                                     UPDATE, DELETE or REPLACE; PRAGMAs may only read)"
+                                ),
+                            )
+                        } else {
+                            e.into()
+                        }
+                    })?
                 };
                 Ok(match outcome {
                     SqlOutcome::Rows(rs) => Reply::Rows(rs),
@@ -523,6 +537,23 @@ impl Admin {
                 return Ok(Some(Reply::ok()))
             }
             "start" if w(1) == "transaction" => return Ok(Some(Reply::ok())),
+            // The schemas are weir's: a dropped or altered table would break LOAD, SAVE or the
+            // next start (see Store::execute_dba, which refuses them whatever the spelling).
+            "create" | "drop" | "alter" | "reindex" | "analyze" | "vacuum" | "attach"
+            | "detach" => {
+                if session.role == Role::Stats {
+                    return Err(AdminError::read_only(&session.user));
+                }
+                return Err(AdminError::new(
+                    1142,
+                    "42000",
+                    format!(
+                        "{} is not allowed on the admin interface: its schemas and tables are \
+                         fixed (change their rows with INSERT, UPDATE, DELETE or REPLACE)",
+                        w(0).to_ascii_uppercase()
+                    ),
+                ));
+            }
             "kill" => {
                 return Err(AdminError::new(
                     1235,
@@ -650,6 +681,18 @@ impl Admin {
 
     fn check_schema(&self, schema: &str) -> Result<(), AdminError> {
         let known = ["main", "disk", "stats", "monitor"];
+        if schema.eq_ignore_ascii_case("disk") {
+            // SQLite looks unqualified names up in main first whatever the session's schema:
+            // `USE disk; UPDATE mysql_servers ...` would change main while the session says
+            // disk. Refused rather than pretended.
+            return Err(AdminError::new(
+                1044,
+                "42000",
+                "USE disk is not supported: table names without a schema always mean main \
+                 (memory), whatever the default schema; write disk.mysql_servers etc. to read \
+                 or change the disk copy",
+            ));
+        }
         if known.contains(&schema) {
             Ok(())
         } else {
@@ -658,6 +701,17 @@ impl Admin {
                 "42000",
                 format!("Unknown database '{schema}' (the admin schemas are main, disk, stats and monitor)"),
             ))
+        }
+    }
+
+    /// The default schema of a session that logged in asking for `database`.
+    pub fn login_schema(&self, database: Option<&str>) -> Result<String, AdminError> {
+        match database.filter(|d| !d.is_empty()) {
+            None => Ok("main".into()),
+            Some(d) => {
+                self.check_schema(d)?;
+                Ok(d.into())
+            }
         }
     }
 

@@ -1370,8 +1370,8 @@ async fn stats_user_reads_but_cannot_write() {
         "DETACH DATABASE disk",
     ] {
         let (code, msg) = admin_err(&w, sql);
-        assert_ne!(code, 0, "{sql}");
-        assert!(msg.contains("not authorized"), "{sql}: {msg}");
+        assert_eq!(code, 1142, "{sql}: {msg}");
+        assert!(msg.contains("not allowed"), "{sql}: {msg}");
     }
     admin(&w, "SAVE MYSQL SERVERS TO DISK");
 
@@ -1954,4 +1954,70 @@ fn admin_transactions_resets_and_unknown_commands() {
     assert_eq!(code, 1136, "{msg}");
     let (code, msg) = admin_err(&w, "INSERT INTO mysql_servers (nosuch) VALUES (1)");
     assert_eq!(code, 1054, "{msg}");
+}
+
+/// Rows change, the schemas do not: DDL and writing PRAGMAs are refused for everyone (a
+/// dropped config table would break LOAD, SAVE and the next start), and `USE disk` is
+/// refused rather than accepted while unqualified names still mean main.
+#[test]
+fn the_schemas_are_fixed_and_use_disk_is_refused() {
+    let w = start("");
+    let tables_before = admin(&w, "SHOW TABLES FROM main");
+    for (sql, word) in [
+        ("DROP TABLE mysql_servers", "DROP"),
+        ("drop table disk.mysql_users", "DROP"),
+        ("CREATE TABLE foo (a INT)", "CREATE"),
+        ("CREATE TEMP TABLE mysql_servers (a INT)", "CREATE"),
+        ("ALTER TABLE mysql_users ADD COLUMN x INT", "ALTER"),
+        ("VACUUM", "VACUUM"),
+        ("PRAGMA writable_schema = 1", "PRAGMA"),
+        ("PRAGMA disk.journal_mode = OFF", "PRAGMA"),
+    ] {
+        let (code, msg) = admin_err(&w, sql);
+        assert_eq!(code, 1142, "{sql}: {msg}");
+        assert!(
+            msg.contains(word) && msg.contains("not allowed"),
+            "{sql}: {msg}"
+        );
+    }
+    let (code, msg) = admin_err_as(&w, "stats", "stats", "DROP TABLE stats.stats_mysql_global");
+    assert_eq!(code, 1227, "{msg}");
+    // Reading PRAGMAs and row changes still work, and so do LOAD and SAVE.
+    assert!(admin(&w, "PRAGMA table_info(mysql_servers)").contains("hostgroup_id"));
+    admin(
+        &w,
+        "UPDATE mysql_servers SET comment = 'kept' WHERE hostgroup_id = 0; \
+         LOAD MYSQL SERVERS TO RUNTIME; SAVE MYSQL SERVERS TO DISK; SAVE MYSQL USERS TO DISK",
+    );
+    assert_eq!(
+        value(
+            &w,
+            "SELECT comment FROM disk.mysql_servers WHERE hostgroup_id = 0"
+        ),
+        "kept"
+    );
+    assert_eq!(admin(&w, "SHOW TABLES FROM main"), tables_before);
+
+    let (code, msg) = admin_err(&w, "USE disk");
+    assert_eq!(code, 1044, "{msg}");
+    assert!(msg.contains("disk.mysql_servers"), "{msg}");
+    let login = mariadb(w.admin_port, "admin", "admin", &["-D", "disk"], "SELECT 1");
+    assert!(!login.ok, "{}", login.stdout);
+    assert_eq!(parse_err(&login.stderr).0, 1044, "{}", login.stderr);
+    let login = mariadb(
+        w.admin_port,
+        "admin",
+        "admin",
+        &["-D", "nosuch"],
+        "SELECT 1",
+    );
+    assert!(!login.ok, "{}", login.stdout);
+    assert_eq!(parse_err(&login.stderr).0, 1049, "{}", login.stderr);
+    assert_eq!(
+        admin(&w, "USE stats; SELECT DATABASE()")
+            .trim()
+            .lines()
+            .last(),
+        Some("stats")
+    );
 }

@@ -23,7 +23,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, ErrorCode};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_config::ConfigTables;
@@ -85,14 +85,65 @@ pub enum SqlOutcome {
     },
 }
 
+/// Who runs a statement, for the authorizer.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Mode {
+    /// weir itself (LOAD, SAVE, refreshes): anything but ATTACH and DETACH.
+    Internal,
+    /// A DBA's statement: see [`Store::execute_dba`].
+    Dba,
+    /// A stats user's statement: reads of `stats` and `monitor` only.
+    Stats,
+}
+
+/// PRAGMAs that only read, which a DBA may run (`PRAGMA table_info(mysql_servers)`).
+const DBA_PRAGMAS: [&str; 14] = [
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "database_list",
+    "foreign_key_list",
+    "collation_list",
+    "function_list",
+    "pragma_list",
+    "compile_options",
+    "quick_check",
+    "integrity_check",
+];
+
+/// What a DBA's statement may do: read and change rows, not the schemas.
+fn dba_may(action: &AuthAction<'_>) -> Authorization {
+    match action {
+        AuthAction::Select
+        | AuthAction::Read { .. }
+        | AuthAction::Insert { .. }
+        | AuthAction::Update { .. }
+        | AuthAction::Delete { .. }
+        | AuthAction::Function { .. }
+        | AuthAction::Recursive => Authorization::Allow,
+        AuthAction::Pragma { pragma_name, .. }
+            if DBA_PRAGMAS
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(pragma_name)) =>
+        {
+            Authorization::Allow
+        }
+        _ => Authorization::Deny,
+    }
+}
+
 /// The configuration database: one SQLite connection with the four schemas attached.
 ///
 /// Not `Sync`: callers share it behind a mutex, which also serializes admin statements the
 /// way ProxySQL's single admin thread does.
 pub struct Store {
     conn: Connection,
-    /// While set, statements may only read the `stats` and `monitor` schemas (stats users).
-    reader_mode: Arc<AtomicBool>,
+    /// Who runs the current statement: weir itself, a DBA or a stats user ([`Mode`]).
+    mode: Arc<AtomicU8>,
     /// When the running DBA statement must stop, in ms since `epoch`; `u64::MAX` when none.
     deadline_ms: Arc<AtomicU64>,
     /// Origin of `deadline_ms`.
@@ -158,29 +209,34 @@ impl Store {
             "attaching the stats and monitor schemas",
         ))?;
         schema::create_all(&conn)?;
-        let reader_mode = Arc::new(AtomicBool::new(false));
-        let reader = reader_mode.clone();
+        let mode = Arc::new(AtomicU8::new(Mode::Internal as u8));
+        let current = mode.clone();
         // Installed after the schemas are attached: from here on nobody may ATTACH a file
         // or DETACH `disk` (which would break SAVE ... TO DISK until a restart).
-        conn.authorizer(Some(move |ctx: AuthContext<'_>| match ctx.action {
-            AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
-            _ if !reader.load(Ordering::Relaxed) => Authorization::Allow,
-            AuthAction::Select | AuthAction::Function { .. } | AuthAction::Recursive => {
-                Authorization::Allow
+        conn.authorizer(Some(move |ctx: AuthContext<'_>| {
+            let mode = current.load(Ordering::Relaxed);
+            match ctx.action {
+                AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+                _ if mode == Mode::Internal as u8 => Authorization::Allow,
+                _ if mode == Mode::Dba as u8 => dba_may(&ctx.action),
+                AuthAction::Select | AuthAction::Function { .. } | AuthAction::Recursive => {
+                    Authorization::Allow
+                }
+                AuthAction::Read { .. }
+                    if matches!(ctx.database_name, Some("stats" | "monitor" | "temp")) =>
+                {
+                    Authorization::Allow
+                }
+                // A read of no column (`SELECT COUNT(*) FROM t`) names no schema when `t` was
+                // written unqualified: allow it for the tables only `stats` and `monitor` have.
+                AuthAction::Read { table_name, .. }
+                    if ctx.database_name.is_none()
+                        && schema::is_stats_or_monitor_table(table_name) =>
+                {
+                    Authorization::Allow
+                }
+                _ => Authorization::Deny,
             }
-            AuthAction::Read { .. }
-                if matches!(ctx.database_name, Some("stats" | "monitor" | "temp")) =>
-            {
-                Authorization::Allow
-            }
-            // A read of no column (`SELECT COUNT(*) FROM t`) names no schema when `t` was
-            // written unqualified: allow it for the tables only `stats` and `monitor` have.
-            AuthAction::Read { table_name, .. }
-                if ctx.database_name.is_none() && schema::is_stats_or_monitor_table(table_name) =>
-            {
-                Authorization::Allow
-            }
-            _ => Authorization::Deny,
         }))
         .map_err(StoreError::sqlite("installing the authorizer"))?;
         let deadline_ms = Arc::new(AtomicU64::new(u64::MAX));
@@ -197,7 +253,7 @@ impl Store {
         .map_err(StoreError::sqlite("installing the statement time limit"))?;
         Ok(Store {
             conn,
-            reader_mode,
+            mode,
             deadline_ms,
             epoch,
             time_limit: STATEMENT_TIME_LIMIT,
@@ -207,9 +263,21 @@ impl Store {
     /// Runs one statement that may only read the `stats` and `monitor` schemas: what a stats
     /// user (admin-stats_credentials) is allowed. Anything else fails with "not authorized".
     pub fn execute_stats_only(&self, sql: &str) -> Result<SqlOutcome, StoreError> {
-        self.reader_mode.store(true, Ordering::Relaxed);
+        self.execute_as(Mode::Stats, sql)
+    }
+
+    /// Runs one statement a DBA typed: rows may change, the schemas may not (no CREATE,
+    /// DROP, ALTER..., no PRAGMA that changes anything), so no statement can leave a table
+    /// that LOAD, SAVE or a restart needs missing or different. Refused parts fail with
+    /// "not authorized".
+    pub fn execute_dba(&self, sql: &str) -> Result<SqlOutcome, StoreError> {
+        self.execute_as(Mode::Dba, sql)
+    }
+
+    fn execute_as(&self, mode: Mode, sql: &str) -> Result<SqlOutcome, StoreError> {
+        self.mode.store(mode as u8, Ordering::Relaxed);
         let r = self.execute(sql);
-        self.reader_mode.store(false, Ordering::Relaxed);
+        self.mode.store(Mode::Internal as u8, Ordering::Relaxed);
         r
     }
 
