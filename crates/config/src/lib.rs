@@ -17,7 +17,10 @@ mod typed;
 mod vars;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use file::{load_config_file, parse_config_str, tables_as_parsed, validate_file, ConfigFile};
+pub use file::{
+    datadir_as_parsed, load_config_file, parse_config_str, tables_as_parsed, validate_file,
+    ConfigFile,
+};
 pub use rows::{
     ConfigTables, Password, QueryRuleRow, ReplicationHostgroupRow, ServerRow, ServerStatus,
     UnknownStatus, UserRow, CHECK_TYPES,

@@ -7,7 +7,7 @@ mod listen;
 
 pub use control::compile_rules;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,9 +31,14 @@ pub struct Options {
 /// Why weir could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The configuration is invalid.
-    #[error("invalid configuration:\n{0}")]
-    Config(weir_config::ConfigErrors),
+    /// The configuration file is invalid where it would be read.
+    #[error("invalid configuration file:\n{}", config_report(.path, .errors))]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        errors: weir_config::ConfigErrors,
+    },
     /// No data directory was given.
     #[error("no data directory: pass -D DATADIR or set `datadir` in the configuration file")]
     NoDatadir,
@@ -70,23 +75,53 @@ pub fn server_specs(rt: &Runtime, read_only: &weir_monitor::ReadOnlyMap) -> Vec<
     weir_monitor::server_specs(rt, &read_only.snapshot())
 }
 
+/// The errors of a configuration file as `weir check-config` prints them: one per line,
+/// after the file's name, then their count.
+pub fn config_report(path: &Path, errors: &weir_config::ConfigErrors) -> String {
+    let mut out = String::new();
+    for e in &errors.0 {
+        out.push_str(&format!("{}: {e}\n", path.display()));
+    }
+    out.push_str(&format!("{}: {} error(s)", path.display(), errors.0.len()));
+    out
+}
+
 /// Runs weir in the foreground until SIGINT or SIGTERM.
 ///
 /// Threading: `mysql-threads` workers, each a single-threaded event loop that accepts on every
 /// listener and runs its sessions to completion, so a statement's client and backend sockets
 /// are driven by one thread with no cross-thread wakeups on the hot path.
 pub fn run(opts: Options) -> Result<(), StartError> {
-    let file = weir_config::load_config_file(&opts.config).map_err(StartError::Config)?;
-    let datadir = opts
-        .datadir
-        .clone()
-        .or(file.datadir.clone())
-        .ok_or(StartError::NoDatadir)?;
+    let config_error = |errors| StartError::Config {
+        path: opts.config.clone(),
+        errors,
+    };
+    let (file, file_errors) = match weir_config::load_config_file(&opts.config) {
+        Ok(file) => (file, None),
+        // A restart reads the database, not the file: a file with errors stops weir only
+        // where it would be read (a first start, --initial) and is reported otherwise, so
+        // that a typo in it does not keep the proxy down.
+        Err(errors) if !opts.initial => (
+            weir_config::ConfigFile {
+                datadir: weir_config::datadir_as_parsed(&opts.config),
+                tables: Default::default(),
+            },
+            Some(errors),
+        ),
+        Err(errors) => return Err(config_error(errors)),
+    };
+    let datadir = match opts.datadir.clone().or(file.datadir.clone()) {
+        Some(d) => d,
+        None => return Err(file_errors.map_or(StartError::NoDatadir, config_error)),
+    };
     std::fs::create_dir_all(&datadir).map_err(|e| StartError::Io {
         context: format!("cannot create data directory {}", datadir.display()),
         source: e,
     })?;
     let rules_compile = |t: &weir_config::ConfigTables| -> Result<(), String> {
+        if let Some(errors) = &file_errors {
+            return Err(config_report(&opts.config, errors));
+        }
         weir_rules::CompiledRules::compile(&t.mysql_query_rules)
             .map(|_| ())
             .map_err(|errors| {
@@ -97,6 +132,14 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     let (store, tables) =
         weir_admin::bootstrap(&datadir, &file.tables, opts.initial, &rules_compile)
             .map_err(|e| StartError::Store(e.message))?;
+    if let Some(errors) = &file_errors {
+        tracing::error!(
+            "the configuration file is not valid; weir runs on the configuration in {} (the \
+             file is read only on a first start, with --initial or by LOAD ... FROM CONFIG):\n{}",
+            datadir.join("weir.db").display(),
+            config_report(&opts.config, errors)
+        );
+    }
     let runtime = Arc::new(Runtime::build(&tables).map_err(|e| {
         StartError::Store(format!(
             "the configuration in {} is invalid (fix it with the admin interface after starting with --initial, or correct the file):\n{e}",

@@ -411,6 +411,83 @@ fn a_bad_rule_in_the_file_never_reaches_the_datadir() {
     child.wait().unwrap();
 }
 
+/// A file with errors stops the start that would read it (--initial), not a restart on a
+/// datadir that already holds the configuration: that one runs on the database and logs the
+/// file's errors as check-config prints them.
+#[test]
+fn a_file_with_errors_does_not_stop_a_restart() {
+    let port = weir_testkit::free_port();
+    let good = weir_testkit::weir_config(common::topo(), port, 0, "");
+    let dir = weir_testkit::scratch_dir("badrestart").unwrap();
+    let cfg = dir.join("weir.toml");
+    let data = dir.join("data");
+    let start = |args: &[&str]| {
+        let mut all = vec!["-c", cfg.to_str().unwrap(), "-D", data.to_str().unwrap()];
+        all.extend_from_slice(args);
+        Command::new(common::weir_bin())
+            .args(all)
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_up = |child: &mut std::process::Child| {
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+                panic!("weir exited ({status}):\n{err}");
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "weir did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    std::fs::write(&cfg, &good).unwrap();
+    let mut first = start(&[]);
+    wait_up(&mut first);
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    std::fs::write(&cfg, format!("oops = 1\n{good}")).unwrap();
+    let mut again = start(&[]);
+    wait_up(&mut again);
+    let out = mariadb_cmd(port).args(["-e", "SELECT 7"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains('7'),
+        "{out:?}"
+    );
+    again.kill().unwrap();
+    let out = again.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("the configuration file is not valid")
+            && log.contains(&format!("{}: oops", cfg.display()))
+            && log.contains("unknown key")
+            && log.contains("1 error(s)"),
+        "{log}"
+    );
+
+    let out = Command::new(common::weir_bin())
+        .args([
+            "-c",
+            cfg.to_str().unwrap(),
+            "-D",
+            data.to_str().unwrap(),
+            "--initial",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid configuration file")
+            && err.contains("oops")
+            && err.contains("unknown key"),
+        "{err}"
+    );
+}
+
 #[test]
 fn large_result_streams_in_bounded_memory() {
     // 1 GiB: 1,048,576 rows of 1 KiB from MariaDB's sequence engine, read and discarded.

@@ -45,6 +45,18 @@ pub fn tables_as_parsed(path: &Path) -> Option<ConfigTables> {
     Some(parser.document(&doc).tables)
 }
 
+/// The `datadir` of a configuration file whatever else is wrong with it; `None` when the file
+/// cannot be read, is not TOML or has no usable `datadir`. Lets weir start from the database a
+/// file with errors points to, since such a file is not read on a restart.
+pub fn datadir_as_parsed(path: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc: Table = text.parse().ok()?;
+    doc.get("datadir")?
+        .as_str()
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
 /// What `weir check-config` runs: parse the file and build the runtime it describes.
 pub fn validate_file(path: &Path) -> Result<Runtime, ConfigErrors> {
     check_str(&read(path)?).map(|(_, runtime)| runtime)
