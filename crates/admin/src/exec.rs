@@ -220,7 +220,8 @@ impl Admin {
 
     /// Runs one statement for `session`. After sending its reply, call [`Admin::after_reply`].
     pub fn execute(&self, session: &mut AdminSession, sql: &str) -> Result<Reply, AdminError> {
-        let sql = trim_statement(sql);
+        let unwrapped = unwrap_versioned_comments(sql);
+        let sql = trim_statement(&unwrapped);
         let asks_warnings =
             sql.split_whitespace()
                 .map(str::to_ascii_lowercase)
@@ -300,13 +301,13 @@ impl Admin {
         let read_only = matches!(
             cmd,
             AdminCommand::ShowVariables { .. }
-                | AdminCommand::ShowMysqlStatus
+                | AdminCommand::ShowMysqlStatus { .. }
                 | AdminCommand::ShowTables { .. }
         );
         // Variables hold credentials (admin-*, mysql-monitor_password): not for stats users.
         let stats_may = matches!(
             cmd,
-            AdminCommand::ShowMysqlStatus | AdminCommand::ShowTables { .. }
+            AdminCommand::ShowMysqlStatus { .. } | AdminCommand::ShowTables { .. }
         );
         if session.role == Role::Stats && !stats_may {
             return Err(AdminError::read_only(&session.user));
@@ -340,14 +341,16 @@ impl Admin {
                     store.show_tables(schema.as_deref(), like.as_deref())?,
                 ))
             }
-            AdminCommand::ShowMysqlStatus => {
+            AdminCommand::ShowMysqlStatus { like } => {
                 let snap = self.control.stats(StatsReset::default());
                 let mut rs = ResultSet {
                     columns: vec!["Variable_name".into(), "Value".into()],
                     rows: Vec::new(),
                 };
                 for (k, v) in snap.global {
-                    rs.rows.push(vec![Some(k), Some(v)]);
+                    if like.as_deref().is_none_or(|p| like_matches(p, &k)) {
+                        rs.rows.push(vec![Some(k), Some(v)]);
+                    }
                 }
                 Ok(Reply::Rows(rs))
             }
@@ -1059,6 +1062,78 @@ fn trim_statement(sql: &str) -> &str {
     s
 }
 
+/// SQL `LIKE` as SQLite and MySQL's default collations apply it: `%` any run, `_` one
+/// character, `\\` escapes, ASCII letters compared without case.
+fn like_matches(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Classic two-pointer match with backtracking to the last `%`.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        let (lit, width) = match p.get(pi) {
+            Some('\\') if pi + 1 < p.len() => (Some(p[pi + 1]), 2),
+            Some('%') => {
+                star = Some((pi, ti));
+                pi += 1;
+                continue;
+            }
+            Some('_') => (None, 1),
+            Some(&c) => (Some(c), 1),
+            None => (Some('\0'), 0),
+        };
+        let matched = width > 0 && lit.is_none_or(|c| c.eq_ignore_ascii_case(&t[ti]));
+        if matched {
+            pi += width;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '%')
+}
+
+/// `sql` with MySQL's versioned comments (`/*!40003 GLOBAL */`, `/*M!100100 ... */`) replaced
+/// by their content, as a server runs them (`mariadb-admin variables` sends
+/// `show /*!40003 GLOBAL */ variables`); SQLite would skip them as comments. Quoted text is
+/// left alone.
+fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.contains("/*!") && !sql.contains("/*M!") {
+        return sql.into();
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    let mut quote: Option<char> = None;
+    while let Some(c) = rest.chars().next() {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+        } else if c == '\'' || c == '"' || c == '`' {
+            quote = Some(c);
+        } else if let Some(body) = rest
+            .strip_prefix("/*!")
+            .or_else(|| rest.strip_prefix("/*M!"))
+        {
+            if let Some(end) = body.find("*/") {
+                let inner = body[..end].trim_start_matches(|d: char| d.is_ascii_digit());
+                out.push(' ');
+                out.push_str(inner);
+                out.push(' ');
+                rest = &body[end + 2..];
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out.into()
+}
+
 fn strip_prefix<'a>(name: &'a str, prefix: &str) -> &'a str {
     name.strip_prefix(prefix).unwrap_or(name)
 }
@@ -1111,6 +1186,52 @@ fn split_alias(item: &str) -> (&str, Option<&str>) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versioned_comments_are_run() {
+        assert_eq!(
+            unwrap_versioned_comments("show /*!40003 GLOBAL */ variables")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["show", "GLOBAL", "variables"]
+        );
+        assert_eq!(
+            unwrap_versioned_comments("SELECT /*M!100100 1 + */ 2")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["SELECT", "1", "+", "2"]
+        );
+        assert_eq!(
+            unwrap_versioned_comments("SELECT '/*!1 x */' /* plain */"),
+            "SELECT '/*!1 x */' /* plain */"
+        );
+        assert_eq!(unwrap_versioned_comments("SELECT /*!1 x"), "SELECT /*!1 x");
+    }
+
+    #[test]
+    fn like_patterns() {
+        for (p, t, want) in [
+            ("Query_Cache%", "Query_Cache_count_GET", true),
+            ("query_cache%", "Query_Cache_count_GET", true),
+            ("%GET", "Query_Cache_count_GET", true),
+            ("%GET", "Query_Cache_count_GET_OK", false),
+            ("%_GET_%", "Query_Cache_count_GET_OK", true),
+            (
+                "Client_Connections_connected",
+                "Client_Connections_connected",
+                true,
+            ),
+            ("Client_Connections_", "Client_Connections_connected", false),
+            ("a\\_b", "a_b", true),
+            ("a\\_b", "axb", false),
+            ("%%a%", "bab", true),
+            ("", "", true),
+            ("", "x", false),
+            ("%", "", true),
+        ] {
+            assert_eq!(like_matches(p, t), want, "{p} LIKE {t}");
+        }
+    }
 
     #[test]
     fn trims_statements() {

@@ -95,8 +95,11 @@ pub enum AdminCommand {
         /// The LIKE pattern, quotes removed.
         like: Option<String>,
     },
-    /// `SHOW MYSQL STATUS` (the rows of stats_mysql_global).
-    ShowMysqlStatus,
+    /// `SHOW MYSQL STATUS [LIKE p]` (the rows of stats_mysql_global).
+    ShowMysqlStatus {
+        /// The LIKE pattern on the variable names, if any.
+        like: Option<String>,
+    },
     /// `SHOW [FULL] TABLES [FROM|IN schema] [LIKE 'pattern']`.
     ShowTables {
         /// The schema named by FROM/IN, quotes removed; `None`: the session's.
@@ -561,30 +564,26 @@ fn parse_set(tokens: &[Token]) -> Result<AdminCommand, AdminParseError> {
     })
 }
 
-/// `SHOW MYSQL VARIABLES [LIKE p]`, `SHOW ADMIN VARIABLES [LIKE p]`, `SHOW MYSQL STATUS`.
+/// `SHOW MYSQL VARIABLES [LIKE p]`, `SHOW ADMIN VARIABLES [LIKE p]`, `SHOW MYSQL STATUS [LIKE p]`.
 fn parse_show(tokens: &[Token]) -> Result<AdminCommand, AdminParseError> {
     let head = head_text(tokens);
     let rest = &tokens[3..];
-    match show_kind(tokens) {
-        Some(Some(module)) => match rest {
-            [] => Ok(AdminCommand::ShowVariables { module, like: None }),
-            [kw, pat] if kw.is_kw("LIKE") && matches!(pat.kind, Kind::Str | Kind::Word) => {
-                Ok(AdminCommand::ShowVariables {
-                    module,
-                    like: Some(pat.text.clone()),
-                })
-            }
-            _ => Err(AdminParseError::new(format!(
+    let like = match rest {
+        [] => None,
+        [kw, pat] if kw.is_kw("LIKE") && matches!(pat.kind, Kind::Str | Kind::Word) => {
+            Some(pat.text.clone())
+        }
+        _ => {
+            return Err(AdminParseError::new(format!(
                 "{head}: expected end of statement or LIKE 'pattern', found {}",
                 found(rest)
-            ))),
-        },
-        Some(None) if rest.is_empty() => Ok(AdminCommand::ShowMysqlStatus),
-        _ => Err(AdminParseError::new(format!(
-            "{head}: expected end of statement, found {}",
-            found(rest)
-        ))),
-    }
+            )))
+        }
+    };
+    Ok(match show_kind(tokens) {
+        Some(Some(module)) => AdminCommand::ShowVariables { module, like },
+        _ => AdminCommand::ShowMysqlStatus { like },
+    })
 }
 
 /// Where the arguments of `SHOW [FULL] TABLES` start, when `tokens` is that statement.

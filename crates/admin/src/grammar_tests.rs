@@ -133,7 +133,13 @@ fn show_commands() {
             like: Some("admin-%".into())
         }
     );
-    assert_eq!(cmd("SHOW MYSQL STATUS"), ShowMysqlStatus);
+    assert_eq!(cmd("SHOW MYSQL STATUS"), ShowMysqlStatus { like: None });
+    assert_eq!(
+        cmd("SHOW MYSQL STATUS LIKE 'Query_Cache%'"),
+        ShowMysqlStatus {
+            like: Some("Query_Cache%".into())
+        }
+    );
     assert!(err("SHOW MYSQL STATUS x").contains("found 'x'"));
     assert!(err("SHOW MYSQL VARIABLES LIKE").contains("LIKE 'pattern'"));
 }

@@ -1,11 +1,12 @@
 //! The admin interface's handle on the running proxy.
 
+use crate::listen::{self, Listener};
 use crate::{pool_settings, server_specs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use weir_admin::{Control, StatsReset};
-use weir_config::Runtime;
+use weir_config::{ListenAddr, Runtime};
 use weir_pool::Pool;
 use weir_session::Shared;
 
@@ -21,6 +22,44 @@ pub struct ProxyControl {
     pub shutdown: CancellationToken,
     /// read_only as the monitor saw it: moves servers between replication hostgroups.
     pub read_only: Arc<weir_monitor::ReadOnlyMap>,
+    /// Where the admin thread learns of admin listeners to add or stop.
+    pub admin_ifaces: tokio::sync::mpsc::UnboundedSender<IfaceChange>,
+}
+
+/// admin-mysql_ifaces changed by a LOAD: listeners already bound for the new addresses, and
+/// the addresses to stop listening on.
+pub struct IfaceChange {
+    /// New addresses, bound.
+    pub add: Vec<(ListenAddr, Listener)>,
+    /// Addresses no longer listed.
+    pub remove: Vec<ListenAddr>,
+}
+
+/// Binds the addresses of `new` that `old` lacks. Binding happens before the LOAD takes
+/// effect, so an address that cannot be listened on refuses the LOAD (runtime unchanged)
+/// instead of leaving the admin interface short of a listener it reports.
+fn bind_changed(old: &[ListenAddr], new: &[ListenAddr]) -> Result<IfaceChange, Vec<String>> {
+    let remove: Vec<ListenAddr> = old.iter().filter(|a| !new.contains(a)).cloned().collect();
+    let mut add = Vec::new();
+    for a in new.iter().filter(|a| !old.contains(a)) {
+        match listen::bind_one(a) {
+            Ok(l) => add.push((a.clone(), l)),
+            Err(e) => {
+                let in_use = matches!(&e, crate::StartError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::AddrInUse);
+                let hint = if in_use && !remove.is_empty() {
+                    " (if weir holds it through an address this LOAD removes, such as \
+                     0.0.0.0:6032 for 127.0.0.1:6032, that one is released only after the \
+                     LOAD: move through another port in two LOADs, or restart)"
+                } else {
+                    ""
+                };
+                // Listeners bound so far close as `add` drops.
+                return Err(vec![format!("admin-mysql_ifaces: {e}{hint}")]);
+            }
+        }
+    }
+    Ok(IfaceChange { add, remove })
 }
 
 impl Control for ProxyControl {
@@ -41,6 +80,14 @@ impl Control for ProxyControl {
         } else {
             Some(compile_rules(&runtime)?)
         };
+        let ifaces = if current.admin.mysql_ifaces == runtime.admin.mysql_ifaces {
+            None
+        } else {
+            Some(bind_changed(
+                &current.admin.mysql_ifaces,
+                &runtime.admin.mysql_ifaces,
+            )?)
+        };
         drop(current);
         // Settings and servers first: a session that loads the new snapshot must find the
         // servers it names.
@@ -57,6 +104,11 @@ impl Control for ProxyControl {
             self.shared.rules.store(Arc::new(rules));
         }
         self.shared.runtime.store(Arc::new(runtime));
+        if let Some(change) = ifaces {
+            if self.admin_ifaces.send(change).is_err() {
+                tracing::warn!("admin-mysql_ifaces changed while weir stops: not applied");
+            }
+        }
         Ok(())
     }
 

@@ -165,12 +165,14 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     shared.rules.store(Arc::new(rules));
     let paused = Arc::new(AtomicBool::new(false));
     let shutdown_requested = CancellationToken::new();
+    let (admin_ifaces, iface_changes) = tokio::sync::mpsc::unbounded_channel();
     let control = Arc::new(control::ProxyControl {
         shared: shared.clone(),
         pool: pool.clone(),
         paused: paused.clone(),
         shutdown: shutdown_requested.clone(),
         read_only: read_only.clone(),
+        admin_ifaces,
     });
     let admin = Arc::new(weir_admin::Admin::new(store, control, opts.config.clone()));
     // The handlers are in place before any port accepts: a SIGTERM that arrives as soon as
@@ -195,7 +197,13 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         // arrives rather than from the first backend connection.
         signals.block_on(learn_backend_version(&pool));
     }
-    let admin_listeners = listen::bind_all(&runtime.admin.mysql_ifaces)?;
+    let admin_listeners: Vec<_> = runtime
+        .admin
+        .mysql_ifaces
+        .iter()
+        .cloned()
+        .zip(listen::bind_all(&runtime.admin.mysql_ifaces)?)
+        .collect();
     let listeners = listen::bind_all(&runtime.mysql.interfaces)?;
     let tracker = TaskTracker::new();
     let stop = CancellationToken::new();
@@ -221,19 +229,11 @@ pub fn run(opts: Options) -> Result<(), StartError> {
         workers.push(handle);
     }
     let admin_thread = {
-        let mine = admin_listeners
-            .iter()
-            .map(listen::Listener::try_clone)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| StartError::Io {
-                context: "cannot hand the admin listeners to the admin thread".into(),
-                source: e,
-            })?;
         let stop = stop.clone();
         let chores = (shared.cache.clone(), pool.clone());
         std::thread::Builder::new()
             .name("weir-admin".into())
-            .spawn(move || admin_thread(mine, admin, chores, stop))
+            .spawn(move || admin_thread(admin_listeners, iface_changes, admin, chores, stop))
             .map_err(|e| StartError::Io {
                 context: "cannot start the admin thread".into(),
                 source: e,
@@ -300,7 +300,7 @@ pub fn run(opts: Options) -> Result<(), StartError> {
     }
     // Retiring every server closes the idle backend connections.
     pool.apply_servers(&[]);
-    for l in listeners.iter().chain(&admin_listeners) {
+    for l in &listeners {
         l.remove_socket_file();
     }
     tracing::info!("weir stopped");
@@ -422,7 +422,8 @@ async fn housekeeping(
 /// a slow or huge admin query never delays a client's statement. Housekeeping (the query
 /// cache and the pool's `chores`) runs there too, for the same reason.
 fn admin_thread(
-    listeners: Vec<listen::Listener>,
+    listeners: Vec<(weir_config::ListenAddr, listen::Listener)>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<control::IfaceChange>,
     admin: Arc<weir_admin::Admin>,
     chores: (Arc<weir_cache::QueryCache>, Arc<Pool>),
     stop: CancellationToken,
@@ -439,16 +440,58 @@ fn admin_thread(
         }
     };
     rt.block_on(async {
-        for l in listeners {
+        // The addresses listened on, each with what stops its accept loop and its socket file.
+        let mut open: Vec<(weir_config::ListenAddr, CancellationToken, Option<PathBuf>)> =
+            Vec::new();
+        let start = |addr, l: listen::Listener, open: &mut Vec<_>| {
+            let path = match &l {
+                listen::Listener::Unix(_, p) => Some(p.clone()),
+                listen::Listener::Tcp(_) => None,
+            };
             match l.into_tokio() {
                 Ok(l) => {
-                    tokio::spawn(listen::admin_accept_loop(l, admin.clone(), stop.clone()));
+                    let accepting = stop.child_token();
+                    tokio::spawn(listen::admin_accept_loop(
+                        l,
+                        admin.clone(),
+                        accepting.clone(),
+                        stop.clone(),
+                    ));
+                    open.push((addr, accepting, path));
                 }
                 Err(e) => tracing::error!(error = %e, "cannot register an admin listener"),
             }
+        };
+        for (addr, l) in listeners {
+            start(addr, l, &mut open);
         }
         tokio::spawn(housekeeping(chores.0, chores.1, stop.clone()));
-        stop.cancelled().await;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                Some(change) = changes.recv() => {
+                    for addr in change.remove {
+                        let Some(i) = open.iter().position(|(a, ..)| *a == addr) else {
+                            continue;
+                        };
+                        let (addr, accepting, path) = open.swap_remove(i);
+                        accepting.cancel();
+                        if let Some(p) = path {
+                            let _ = std::fs::remove_file(p);
+                        }
+                        tracing::info!(address = %addr, "admin interface: no longer listening (admin-mysql_ifaces)");
+                    }
+                    for (addr, l) in change.add {
+                        start(addr, l, &mut open);
+                    }
+                }
+            }
+        }
+        for (_, _, path) in open {
+            if let Some(p) = path {
+                let _ = std::fs::remove_file(p);
+            }
+        }
     });
     rt.shutdown_timeout(Duration::from_millis(500));
 }

@@ -60,32 +60,33 @@ impl Listener {
 
 /// Binds every interface; any failure stops startup with the address in the message.
 pub fn bind_all(addrs: &[ListenAddr]) -> Result<Vec<Listener>, StartError> {
-    let mut out = Vec::new();
-    for a in addrs {
-        match a {
-            ListenAddr::Tcp(hp) => {
-                let l = bind_tcp(hp).map_err(|e| StartError::Io {
-                    context: format!("cannot listen on {hp}"),
-                    source: e,
-                })?;
-                tracing::info!(address = %hp, "listening");
-                out.push(Listener::Tcp(l));
+    addrs.iter().map(bind_one).collect()
+}
+
+/// Binds one interface.
+pub fn bind_one(addr: &ListenAddr) -> Result<Listener, StartError> {
+    match addr {
+        ListenAddr::Tcp(hp) => {
+            let l = bind_tcp(hp).map_err(|e| StartError::Io {
+                context: format!("cannot listen on {hp}"),
+                source: e,
+            })?;
+            tracing::info!(address = %hp, "listening");
+            Ok(Listener::Tcp(l))
+        }
+        ListenAddr::Unix(p) => {
+            // A stale socket file from a previous run would make bind fail.
+            if p.exists() && std::os::unix::net::UnixStream::connect(p).is_err() {
+                let _ = std::fs::remove_file(p);
             }
-            ListenAddr::Unix(p) => {
-                // A stale socket file from a previous run would make bind fail.
-                if p.exists() && std::os::unix::net::UnixStream::connect(p).is_err() {
-                    let _ = std::fs::remove_file(p);
-                }
-                let l = std::os::unix::net::UnixListener::bind(p).map_err(|e| StartError::Io {
-                    context: format!("cannot listen on {}", p.display()),
-                    source: e,
-                })?;
-                tracing::info!(path = %p.display(), "listening");
-                out.push(Listener::Unix(l, p.clone()));
-            }
+            let l = std::os::unix::net::UnixListener::bind(p).map_err(|e| StartError::Io {
+                context: format!("cannot listen on {}", p.display()),
+                source: e,
+            })?;
+            tracing::info!(path = %p.display(), "listening");
+            Ok(Listener::Unix(l, p.clone()))
         }
     }
-    Ok(out)
 }
 
 fn bind_tcp(hp: &str) -> std::io::Result<std::net::TcpListener> {
@@ -181,10 +182,12 @@ fn admin_peer_tcp(addr: std::net::SocketAddr) -> weir_admin::Peer {
     }
 }
 
-/// Accepts admin clients until `stop` is cancelled.
+/// Accepts admin clients until `accepting` is cancelled (the address left
+/// admin-mysql_ifaces, or weir stops); their connections end when `stop` is cancelled.
 pub async fn admin_accept_loop(
     l: AsyncListener,
     admin: Arc<weir_admin::Admin>,
+    accepting: CancellationToken,
     stop: CancellationToken,
 ) {
     loop {
@@ -192,7 +195,7 @@ pub async fn admin_accept_loop(
         match &l {
             AsyncListener::Tcp(t) => {
                 let r = tokio::select! {
-                    _ = stop.cancelled() => break,
+                    _ = accepting.cancelled() => break,
                     r = t.accept() => r,
                 };
                 match r {
@@ -214,7 +217,7 @@ pub async fn admin_accept_loop(
             }
             AsyncListener::Unix(u) => {
                 let r = tokio::select! {
-                    _ = stop.cancelled() => break,
+                    _ = accepting.cancelled() => break,
                     r = u.accept() => r,
                 };
                 match r {

@@ -356,6 +356,21 @@ async fn connect_chatter_and_show_statements() {
         .await
         .unwrap();
     assert_eq!(n, Some(2), "the connection stays usable after an error");
+    // Versioned comments run (mariadb-admin's `show /*!40003 GLOBAL */ variables`), and
+    // SHOW MYSQL STATUS takes LIKE. mysql_async sends the text as typed.
+    let rows: Vec<(String, String)> = c.query("show /*!40003 GLOBAL */ variables").await.unwrap();
+    assert!(rows.is_empty(), "{rows:?}");
+    let one: Option<u32> = c.query_first("SELECT /*!40101 1 + */ 1").await.unwrap();
+    assert_eq!(one, Some(2));
+    let rows: Vec<(String, String)> = c
+        .query("SHOW MYSQL STATUS LIKE 'query_cache_count%'")
+        .await
+        .unwrap();
+    let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        !names.is_empty() && names.iter().all(|n| n.starts_with("Query_Cache_count")),
+        "{names:?}"
+    );
     c.disconnect().await.unwrap();
 }
 
@@ -2020,4 +2035,128 @@ fn the_schemas_are_fixed_and_use_disk_is_refused() {
             .last(),
         Some("stats")
     );
+}
+
+/// admin-mysql_ifaces is live: LOAD ADMIN VARIABLES TO RUNTIME listens on the new addresses
+/// and stops accepting on the removed ones (an open admin connection stays); an address that
+/// cannot be bound refuses the LOAD and leaves the runtime as it was.
+#[test]
+fn admin_interfaces_change_at_load() {
+    let w = start("");
+    let (old, new) = (w.admin_port, free_port());
+    let sock = weir_testkit::scratch_dir("adminsock")
+        .unwrap()
+        .join("admin.sock");
+    let socket_cli = |sql: &str| {
+        Command::new(require_binary("mariadb"))
+            .args([
+                "-S",
+                sock.to_str().unwrap(),
+                "-uadmin",
+                "-padmin",
+                "--protocol=SOCKET",
+            ])
+            .args(["-N", "-e", sql])
+            .output()
+            .unwrap()
+    };
+    let added = mariadb(
+        old,
+        "admin",
+        "admin",
+        &["-N"],
+        &format!(
+            "SET admin-mysql_ifaces = '127.0.0.1:{old};127.0.0.1:{new};{}'; \
+             LOAD ADMIN VARIABLES TO RUNTIME; SHOW WARNINGS",
+            sock.display()
+        ),
+    );
+    assert!(added.ok, "{}", added.stderr);
+    assert!(!added.stdout.contains("restart"), "{}", added.stdout);
+    let on_new = mariadb(new, "admin", "admin", &["-N"], "SELECT 1");
+    assert!(
+        on_new.ok && on_new.stdout.trim() == "1",
+        "{}",
+        on_new.stderr
+    );
+    let on_sock = socket_cli("SELECT DATABASE()");
+    assert!(
+        on_sock.status.success() && String::from_utf8_lossy(&on_sock.stdout).trim() == "main",
+        "{on_sock:?}"
+    );
+
+    // Dropped from the list, in the same session that connected through it.
+    let moved = mariadb(
+        old,
+        "admin",
+        "admin",
+        &["-N"],
+        &format!(
+            "SET admin-mysql_ifaces = '127.0.0.1:{new}'; LOAD ADMIN VARIABLES TO RUNTIME; \
+             SELECT 'still here'"
+        ),
+    );
+    assert!(
+        moved.ok && moved.stdout.contains("still here"),
+        "{}",
+        moved.stderr
+    );
+    wait_until(
+        "the old admin port to close",
+        Duration::from_secs(5),
+        || std::net::TcpStream::connect(("127.0.0.1", old)).is_err(),
+    );
+    wait_until(
+        "the admin socket file to go",
+        Duration::from_secs(5),
+        || !sock.exists(),
+    );
+    let on_new = mariadb(
+        new,
+        "admin",
+        "admin",
+        &["-N"],
+        "SELECT @@admin-mysql_ifaces",
+    );
+    assert_eq!(
+        on_new.stdout.trim(),
+        format!("127.0.0.1:{new}"),
+        "{}",
+        on_new.stderr
+    );
+
+    // An address in use (weir's own client port) refuses the LOAD: nothing changes.
+    let refused = mariadb(
+        new,
+        "admin",
+        "admin",
+        &["-N"],
+        &format!(
+            "SET admin-mysql_ifaces = '127.0.0.1:{new};127.0.0.1:{}'; LOAD ADMIN VARIABLES TO RUNTIME",
+            w.port
+        ),
+    );
+    assert!(!refused.ok);
+    let (code, msg) = parse_err(&refused.stderr);
+    assert_eq!(code, 1105, "{msg}");
+    assert!(
+        msg.contains("runtime unchanged")
+            && msg.contains(&format!("cannot listen on 127.0.0.1:{}", w.port)),
+        "{msg}"
+    );
+    let still = mariadb(
+        new,
+        "admin",
+        "admin",
+        &["-N"],
+        "SELECT variable_value FROM runtime_global_variables WHERE variable_name = 'admin-mysql_ifaces'",
+    );
+    assert_eq!(
+        still.stdout.trim(),
+        format!("127.0.0.1:{new}"),
+        "{}",
+        still.stderr
+    );
+    // The client port is untouched by the attempt.
+    assert!(client(&w, "SELECT 1").ok);
 }

@@ -21,9 +21,8 @@ pub static ADMIN_VARIABLE_SPECS: &[VarSpec] = &[
         "mysql_ifaces",
         VarKind::Interfaces,
         "127.0.0.1:6032",
-        "Admin listeners: `host:port` and Unix socket paths, separated by `;`.",
-    )
-    .restart(),
+        "Admin listeners: `host:port` and Unix socket paths, separated by `;`. LOAD ADMIN VARIABLES TO RUNTIME listens on new ones (or is refused, runtime unchanged, when one cannot be bound) and stops accepting on removed ones; open admin connections stay.",
+    ),
     VarSpec::int("refresh_interval", "2000", 100, 100_000, "How often admin housekeeping runs, in ms."),
     VarSpec::boolean("read_only", "false", "Refuse every change through the admin interface."),
     VarSpec::string("version", env!("CARGO_PKG_VERSION"), "weir's version, as shown by SELECT @@admin-version."),
