@@ -266,20 +266,9 @@ impl Admin {
                         }
                     })?
                 } else {
-                    store.execute_dba(sql).map_err(|e| {
-                        if e.to_string().contains("not authorized") {
-                            AdminError::new(
-                                1142,
-                                "42000",
-                                format!(
-                                    "not allowed on the admin interface: '{sql}' (the tables \
-                                     of its schemas are fixed: change their rows with INSERT, \
-                                     UPDATE, DELETE or REPLACE; PRAGMAs may only read)"
-                                ),
-                            )
-                        } else {
-                            e.into()
-                        }
+                    store.execute_dba(sql).map_err(|e| match e {
+                        StoreError::Refused(m) => AdminError::new(1142, "42000", m),
+                        e => e.into(),
                     })?
                 };
                 Ok(match outcome {
@@ -540,6 +529,8 @@ impl Admin {
                 return Ok(Some(Reply::ok()))
             }
             "start" if w(1) == "transaction" => return Ok(Some(Reply::ok())),
+            // ProxySQL's way to clear statistics without reading them.
+            "truncate" => return self.truncate(session, &words).map(Some),
             // The schemas are weir's: a dropped or altered table would break LOAD, SAVE or the
             // next start (see Store::execute_dba, which refuses them whatever the spelling).
             "create" | "drop" | "alter" | "reindex" | "analyze" | "vacuum" | "attach"
@@ -705,6 +696,48 @@ impl Admin {
                 format!("Unknown database '{schema}' (the admin schemas are main, disk, stats and monitor)"),
             ))
         }
+    }
+
+    /// `TRUNCATE [TABLE] [stats.]stats_mysql_query_digest` (or `_errors`, their `_reset`
+    /// forms, `stats_mysql_connection_pool_reset`): clears those counters, as reading the
+    /// `_reset` table does, without returning them.
+    fn truncate(&self, session: &AdminSession, words: &[String]) -> Result<Reply, AdminError> {
+        if session.role == Role::Stats {
+            return Err(AdminError::read_only(&session.user));
+        }
+        if self.control.runtime().admin.read_only {
+            return Err(AdminError::locked());
+        }
+        let name = match words.get(1).map(String::as_str) {
+            Some("table") => words.get(2),
+            _ => words.get(1),
+        }
+        .map(|t| t.trim_matches('`'))
+        .unwrap_or("");
+        let table = name.strip_prefix("stats.").unwrap_or(name);
+        let table = table.strip_suffix("_reset").unwrap_or(table);
+        let mut reset = StatsReset::default();
+        match table {
+            "stats_mysql_query_digest" => reset.digests = true,
+            "stats_mysql_errors" => reset.errors = true,
+            "stats_mysql_connection_pool" if name.ends_with("_reset") => {
+                reset.connection_pool = true
+            }
+            _ => {
+                return Err(AdminError::new(
+                    1142,
+                    "42000",
+                    format!(
+                        "TRUNCATE of '{name}' is not allowed: only the statistics \
+                         stats_mysql_query_digest, stats_mysql_errors (and their _reset \
+                         tables) and stats_mysql_connection_pool_reset can be truncated; \
+                         config tables are emptied with DELETE"
+                    ),
+                ))
+            }
+        }
+        self.control.stats(reset);
+        Ok(Reply::ok())
     }
 
     /// The default schema of a session that logged in asking for `database`.

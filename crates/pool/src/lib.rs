@@ -472,7 +472,13 @@ impl Pool {
                     server.release_slot();
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");
+                    // A schema that does not exist is the client's mistake, which it is told
+                    // of (ERROR 1049): not worth a warning per attempt in the proxy's log.
+                    if matches!(&e, BackendError::Server(info) if info.code == 1049) {
+                        tracing::debug!(server = %server.endpoint(), error = %e, "backend connect refused: unknown schema");
+                    } else {
+                        tracing::warn!(server = %server.endpoint(), error = %e, "backend connect failed");
+                    }
                     // A refusal of this login (unknown schema, no privilege, wrong backend
                     // password) is no reason to shun the server for every other client: a
                     // client asking for a schema that does not exist must not take it away.

@@ -1997,6 +1997,34 @@ fn the_schemas_are_fixed_and_use_disk_is_refused() {
     }
     let (code, msg) = admin_err_as(&w, "stats", "stats", "DROP TABLE stats.stats_mysql_global");
     assert_eq!(code, 1227, "{msg}");
+    // Tables weir fills itself at each read: a write would be lost, so it is refused.
+    for sql in [
+        "UPDATE runtime_mysql_servers SET status = 'OFFLINE_SOFT'",
+        "DELETE FROM stats_mysql_query_digest",
+        "INSERT INTO stats.stats_mysql_global VALUES ('x', '1')",
+        "DELETE FROM monitor.mysql_server_ping_log",
+    ] {
+        let (code, msg) = admin_err(&w, sql);
+        assert_eq!(code, 1142, "{sql}: {msg}");
+        assert!(msg.contains("fills itself"), "{sql}: {msg}");
+    }
+    assert_eq!(
+        value(
+            &w,
+            "SELECT COUNT(*) FROM runtime_mysql_servers WHERE status = 'OFFLINE_SOFT'"
+        ),
+        "0"
+    );
+    // ProxySQL's TRUNCATE TABLE of the digest statistics clears them.
+    assert!(client(&w, "SELECT 1 AS truncate_me").ok);
+    let digests =
+        "SELECT COUNT(*) FROM stats_mysql_query_digest WHERE digest_text LIKE '%truncate_me%'";
+    assert_eq!(value(&w, digests), "1");
+    admin(&w, "TRUNCATE TABLE stats.stats_mysql_query_digest");
+    assert_eq!(value(&w, digests), "0");
+    admin(&w, "TRUNCATE stats_mysql_errors_reset");
+    let (code, msg) = admin_err(&w, "TRUNCATE TABLE mysql_servers");
+    assert_eq!(code, 1142, "{msg}");
     // Reading PRAGMAs and row changes still work, and so do LOAD and SAVE.
     assert!(admin(&w, "PRAGMA table_info(mysql_servers)").contains("hostgroup_id"));
     admin(

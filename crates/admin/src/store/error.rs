@@ -44,6 +44,10 @@ pub enum StoreError {
     /// shows it.
     #[error("{0}")]
     Sql(#[source] rusqlite::Error),
+    /// A DBA's statement that would change what the admin interface does not let change: a
+    /// schema, or a table weir fills itself (runtime_*, stats, monitor).
+    #[error("{0}")]
+    Refused(String),
     /// A statement ran past the admin time limit and was stopped.
     #[error(
         "statement stopped after {} s: admin statements run one at a time, so a longer one would \

@@ -115,24 +115,48 @@ const DBA_PRAGMAS: [&str; 14] = [
     "integrity_check",
 ];
 
-/// What a DBA's statement may do: read and change rows, not the schemas.
-fn dba_may(action: &AuthAction<'_>) -> Authorization {
-    match action {
+/// Why the authorizer refused a DBA's statement, for its error message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Refusal {
+    None,
+    Schema,
+    Generated,
+}
+
+/// Whether `table` of `schema` is one weir fills itself each time it is read (`runtime_*`,
+/// the `stats` and `monitor` schemas): a write there would be lost at the next read.
+fn is_generated(schema: Option<&str>, table: &str) -> bool {
+    matches!(schema, Some("stats" | "monitor")) || table.starts_with("runtime_")
+}
+
+/// What a DBA's statement may do: read and change rows of the config tables, not the schemas
+/// or the tables weir fills itself.
+fn dba_may(ctx: &AuthContext<'_>) -> (Authorization, Refusal) {
+    let allow = (Authorization::Allow, Refusal::None);
+    match ctx.action {
+        AuthAction::Insert { table_name }
+        | AuthAction::Update { table_name, .. }
+        | AuthAction::Delete { table_name }
+            if is_generated(ctx.database_name, table_name) =>
+        {
+            (Authorization::Deny, Refusal::Generated)
+        }
         AuthAction::Select
         | AuthAction::Read { .. }
         | AuthAction::Insert { .. }
         | AuthAction::Update { .. }
         | AuthAction::Delete { .. }
         | AuthAction::Function { .. }
-        | AuthAction::Recursive => Authorization::Allow,
+        | AuthAction::Recursive => allow,
         AuthAction::Pragma { pragma_name, .. }
             if DBA_PRAGMAS
                 .iter()
                 .any(|p| p.eq_ignore_ascii_case(pragma_name)) =>
         {
-            Authorization::Allow
+            allow
         }
-        _ => Authorization::Deny,
+        _ => (Authorization::Deny, Refusal::Schema),
     }
 }
 
@@ -144,6 +168,8 @@ pub struct Store {
     conn: Connection,
     /// Who runs the current statement: weir itself, a DBA or a stats user ([`Mode`]).
     mode: Arc<AtomicU8>,
+    /// Why the authorizer last refused part of a DBA's statement ([`Refusal`]).
+    refusal: Arc<AtomicU8>,
     /// When the running DBA statement must stop, in ms since `epoch`; `u64::MAX` when none.
     deadline_ms: Arc<AtomicU64>,
     /// Origin of `deadline_ms`.
@@ -211,14 +237,22 @@ impl Store {
         schema::create_all(&conn)?;
         let mode = Arc::new(AtomicU8::new(Mode::Internal as u8));
         let current = mode.clone();
+        let refusal = Arc::new(AtomicU8::new(Refusal::None as u8));
+        let refused = refusal.clone();
         // Installed after the schemas are attached: from here on nobody may ATTACH a file
         // or DETACH `disk` (which would break SAVE ... TO DISK until a restart).
         conn.authorizer(Some(move |ctx: AuthContext<'_>| {
             let mode = current.load(Ordering::Relaxed);
             match ctx.action {
+                _ if mode == Mode::Dba as u8 => {
+                    let (verdict, why) = dba_may(&ctx);
+                    if why != Refusal::None {
+                        refused.store(why as u8, Ordering::Relaxed);
+                    }
+                    verdict
+                }
                 AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
                 _ if mode == Mode::Internal as u8 => Authorization::Allow,
-                _ if mode == Mode::Dba as u8 => dba_may(&ctx.action),
                 AuthAction::Select | AuthAction::Function { .. } | AuthAction::Recursive => {
                     Authorization::Allow
                 }
@@ -254,6 +288,7 @@ impl Store {
         Ok(Store {
             conn,
             mode,
+            refusal,
             deadline_ms,
             epoch,
             time_limit: STATEMENT_TIME_LIMIT,
@@ -271,7 +306,28 @@ impl Store {
     /// that LOAD, SAVE or a restart needs missing or different. Refused parts fail with
     /// "not authorized".
     pub fn execute_dba(&self, sql: &str) -> Result<SqlOutcome, StoreError> {
-        self.execute_as(Mode::Dba, sql)
+        self.refusal.store(Refusal::None as u8, Ordering::Relaxed);
+        let r = self.execute_as(Mode::Dba, sql);
+        let why = self.refusal.swap(Refusal::None as u8, Ordering::Relaxed);
+        match r {
+            Err(StoreError::Sql(_)) if why == Refusal::Generated as u8 => {
+                Err(StoreError::Refused(format!(
+                    "not allowed on the admin interface: '{sql}' writes to a table weir fills \
+                     itself each time it is read (runtime_*, stats, monitor): the change would \
+                     be lost. Change the config tables in main (mysql_servers...) and LOAD \
+                     them TO RUNTIME; clear statistics with TRUNCATE TABLE \
+                     stats_mysql_query_digest (or by reading the *_reset tables)"
+                )))
+            }
+            Err(StoreError::Sql(_)) if why == Refusal::Schema as u8 => {
+                Err(StoreError::Refused(format!(
+                    "not allowed on the admin interface: '{sql}' (the tables of its schemas \
+                     are fixed: change their rows with INSERT, UPDATE, DELETE or REPLACE; \
+                     PRAGMAs may only read)"
+                )))
+            }
+            r => r,
+        }
     }
 
     fn execute_as(&self, mode: Mode, sql: &str) -> Result<SqlOutcome, StoreError> {
