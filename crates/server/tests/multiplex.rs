@@ -1830,6 +1830,13 @@ async fn query_meta(c: &mut Conn, q: &str) -> Vec<ColumnMeta> {
 /// What three clients sharing one connection see of their result columns (a after
 /// `SET NAMES utf8mb4 COLLATE utf8mb4_bin`, b in the login charsets, c with the same charsets
 /// and connection collation as a but set one by one), each statement after another client's.
+/// The collation id of each column, step by step.
+fn collation_ids(run: &[(&'static str, Vec<ColumnMeta>)]) -> Vec<(&'static str, Vec<u16>)> {
+    run.iter()
+        .map(|(step, cols)| (*step, cols.iter().map(|c| c.1).collect()))
+        .collect()
+}
+
 async fn names_collate_run(port: u16) -> Vec<(&'static str, Vec<ColumnMeta>)> {
     let opts = || opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
     let mut a = Conn::new(opts()).await.unwrap();
@@ -1880,12 +1887,8 @@ async fn names_collate_run(port: u16) -> Vec<(&'static str, Vec<ColumnMeta>)> {
 async fn set_names_collate_describes_columns_as_on_the_server() {
     let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
     let direct = names_collate_run(topo().primary.port).await;
-    let ids: Vec<(&str, Vec<u16>)> = direct
-        .iter()
-        .map(|(step, cols)| (*step, cols.iter().map(|c| c.1).collect()))
-        .collect();
     assert_eq!(
-        ids,
+        collation_ids(&direct),
         vec![
             ("a", vec![46, 46]),
             ("a prepared", vec![46, 46]),
@@ -1980,12 +1983,8 @@ fn handshake_collation_run(port: u16) -> Vec<(&'static str, Vec<ColumnMeta>)> {
 fn a_handshake_collation_describes_columns_as_on_the_server() {
     let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
     let direct = handshake_collation_run(topo().primary.port);
-    let ids: Vec<(&str, Vec<u16>)> = direct
-        .iter()
-        .map(|(step, cols)| (*step, cols.iter().map(|c| c.1).collect()))
-        .collect();
     assert_eq!(
-        ids,
+        collation_ids(&direct),
         vec![
             ("a", vec![46, 46]),
             ("b after SET NAMES latin1", vec![8, 8]),
