@@ -619,3 +619,37 @@ fn a_handshake_response_out_of_sequence_is_refused() {
     );
     assert!(c.is_closed());
 }
+
+/// A schema asked for at login is checked as the server checks it: an unknown one fails the
+/// login itself with the server's ERROR 1049 (in place of the handshake's OK), as a direct
+/// connection does, not the client's first statement. A schema that exists logs in, also the
+/// second time (when the first login's check is trusted).
+#[test]
+fn an_unknown_schema_fails_the_login_as_on_the_server() {
+    let direct = common::topo().primary.port;
+    for port in [direct, common::weir().port] {
+        let (_, first) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weir_login_nosuch"));
+        assert_eq!(err_code(&first), Some(1049), "port {port}: {first:?}");
+        assert!(
+            String::from_utf8_lossy(&first).contains("weir_login_nosuch"),
+            "{first:?}"
+        );
+    }
+    let (mut setup, ok) = RawClient::login(direct, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0);
+    let r = setup.query("CREATE DATABASE IF NOT EXISTS weir_login_later");
+    assert_eq!(r[0][0], 0, "{r:?}");
+    for _ in 0..2 {
+        let (mut c, ok) = RawClient::login(
+            common::weir().port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weir_login_later"),
+        );
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let r = c.query("SELECT DATABASE()");
+        assert_eq!(&r[3][1..], b"weir_login_later");
+    }
+    let r = setup.query("DROP DATABASE weir_login_later");
+    assert_eq!(r[0][0], 0, "{r:?}");
+}

@@ -66,7 +66,13 @@ pub struct Shared {
     /// `SHA1(password)` of users configured only by hash, learned from their logins, so that
     /// weir can log in to backends as them.
     learned_stage1: Mutex<HashMap<String, [u8; 20]>>,
+    /// (user, hostgroup, schema) a login recently found on a backend: later logins asking for
+    /// it are not checked again until [`session::LOGIN_SCHEMA_TRUST`] has passed.
+    pub(crate) login_schemas: Mutex<HashMap<LoginSchema, std::time::Instant>>,
 }
+
+/// A schema asked for at login: (user, hostgroup, schema).
+pub(crate) type LoginSchema = (Box<str>, u32, Box<str>);
 
 /// The query cache's byte budget from mysql-query_cache_size_MB.
 pub fn cache_bytes(runtime: &Runtime) -> u64 {
@@ -93,6 +99,7 @@ impl Shared {
             monitor_log: Arc::new(weir_stats::MonitorLog::new()),
             cache,
             learned_stage1: Mutex::new(HashMap::new()),
+            login_schemas: Mutex::new(HashMap::new()),
         })
     }
 }

@@ -160,6 +160,16 @@ pub(crate) enum Flow {
 /// The schema a connection is brought to for a client that has none (see `sync_schema`).
 const NO_SCHEMA: &str = "information_schema";
 
+/// How long a schema a login found on a backend is taken to exist for later logins.
+pub(crate) const LOGIN_SCHEMA_TRUST: Duration = Duration::from_secs(60);
+
+/// How long a login waits to check its schema on a backend before it is let in unchecked
+/// (the first statement then finds out, as without the check).
+const LOGIN_SCHEMA_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Entries of `Shared::login_schemas` past which the expired ones are dropped.
+const LOGIN_SCHEMAS_MAX: usize = 4096;
+
 /// Serves one accepted client connection until it ends.
 pub async fn serve(shared: Arc<Shared>, stream: Stream) {
     serve_client(shared, ClientConn::new(stream)).await
@@ -291,6 +301,11 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         pipe: None,
     };
     session.publish_idle(Instant::now());
+    if login.database.is_some() && !session.login_schema_exists(login.next_seq).await {
+        session.finish().await;
+        drop(registration);
+        return;
+    }
     let ok = weir_wire::msg::OkInfo {
         status: status::AUTOCOMMIT,
         ..Default::default()
@@ -567,6 +582,93 @@ impl Session {
         );
         self.client.send_err(seq, &e).await?;
         Ok(None)
+    }
+
+    /// Checks, as the server would at login, that the schema the client asked for in its
+    /// handshake exists and is the user's to use: false when the server refused it, the
+    /// server's ERR (1049, 1044) having been sent in place of the login's OK. A schema a
+    /// login found recently is not checked again; a check that cannot run soon (no backend
+    /// connection at hand, a server down) lets the client in, and its first statement finds
+    /// out as it would have.
+    async fn login_schema_exists(&mut self, seq: u8) -> bool {
+        let Some(schema) = self.schema.clone() else {
+            return true;
+        };
+        let key = (
+            Box::<str>::from(self.user.username.as_str()),
+            self.hostgroup,
+            Box::<str>::from(schema.as_str()),
+        );
+        let now = Instant::now();
+        if self
+            .shared
+            .login_schemas
+            .lock()
+            .get(&key)
+            .is_some_and(|seen| now.duration_since(*seen) < LOGIN_SCHEMA_TRUST)
+        {
+            return true;
+        }
+        let check = async {
+            // A new connection logs in with the client's schema, so the server's refusal may
+            // come from the checkout itself.
+            let mut conn = match self.shared.pool.checkout(self.hostgroup, &self.login).await {
+                Ok(c) => c,
+                Err(PoolError::Refused(BackendError::Server(e)))
+                    if matches!(e.code, 1044 | 1049) =>
+                {
+                    return Some(Err(e))
+                }
+                Err(_) => return None,
+            };
+            let verdict = if conn.conn_ref().schema.as_deref() == Some(schema.as_str()) {
+                Ok(())
+            } else {
+                conn.conn().init_db(&schema).await
+            };
+            Some(Ok((conn, verdict)))
+        };
+        let (conn, verdict) = match tokio::time::timeout(LOGIN_SCHEMA_CHECK_TIMEOUT, check).await {
+            Ok(Some(Ok(checked))) => checked,
+            Ok(Some(Err(e))) => {
+                self.log_error(None, e.code, &e.message);
+                let _ = self.client.send_err(seq, &e).await;
+                return false;
+            }
+            Ok(None) | Err(_) => return true,
+        };
+        match verdict {
+            Ok(()) => {
+                let mut known = self.shared.login_schemas.lock();
+                if known.len() >= LOGIN_SCHEMAS_MAX {
+                    known.retain(|_, seen| now.duration_since(*seen) < LOGIN_SCHEMA_TRUST);
+                    if known.len() >= LOGIN_SCHEMAS_MAX {
+                        known.clear();
+                    }
+                }
+                known.insert(key, now);
+                drop(known);
+                // In the client's schema now: its first statement may well get it back.
+                self.shared.pool.checkin(conn, true);
+                true
+            }
+            Err(BackendError::Server(e)) if matches!(e.code, 1044 | 1049) => {
+                let server = conn.server().clone();
+                self.shared.pool.checkin(conn, true);
+                self.log_error(Some(&server), e.code, &e.message);
+                let _ = self.client.send_err(seq, &e).await;
+                false
+            }
+            // Not about the schema: the first statement will meet it, as without the check.
+            Err(BackendError::Server(_)) => {
+                self.shared.pool.checkin(conn, true);
+                true
+            }
+            Err(_) => {
+                conn.close().await;
+                true
+            }
+        }
     }
 
     /// Brings the client's schema onto the held connection; false when the client got an ERR.
