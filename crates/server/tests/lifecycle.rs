@@ -211,7 +211,12 @@ fn no_usable_server_gives_9001_after_the_wait() {
 
 #[tokio::test]
 async fn max_connections_per_user_and_global() {
-    let w = common::start_weir("max_connections = 3");
+    let w = common::admin::start("max_connections = 3");
+    let e = Conn::new(common::opts_for(w.port, WEIR_USER, "wrong", None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1045") || e.contains("Access denied"), "{e}");
     let mut held = Vec::new();
     for _ in 0..3 {
         held.push(
@@ -227,6 +232,31 @@ async fn max_connections_per_user_and_global() {
     assert!(
         e.contains("1040") || e.contains("Too many connections"),
         "{e}"
+    );
+    // Both refusals are counted where ProxySQL counts them.
+    let rows = common::admin::table(
+        &w,
+        "SELECT Variable_Name, Variable_Value FROM stats_mysql_global WHERE Variable_Name LIKE 'Access_Denied%'",
+    );
+    let value = |name: &str| {
+        rows.iter()
+            .find(|r| r["Variable_Name"] == name)
+            .map(|r| r["Variable_Value"].clone())
+    };
+    assert_eq!(
+        value("Access_Denied_Max_Connections").as_deref(),
+        Some("1"),
+        "{rows:?}"
+    );
+    assert_eq!(
+        value("Access_Denied_Wrong_Password").as_deref(),
+        Some("1"),
+        "{rows:?}"
+    );
+    assert_eq!(
+        value("Access_Denied_Max_User_Connections").as_deref(),
+        Some("0"),
+        "{rows:?}"
     );
     drop(held);
 }

@@ -2,7 +2,7 @@
 //! proof against the configured user, auth switch when the client's plugin cannot be checked.
 
 use crate::client::{ClientConn, ClientError};
-use crate::Shared;
+use crate::{GlobalStats, Shared};
 use std::sync::Arc;
 use weir_backend::Credential;
 use weir_config::{Password, User};
@@ -131,6 +131,7 @@ pub async fn handshake(
     client.caps = resp.capabilities & SERVER_CAPS;
     let user = runtime.frontend_users.get(&resp.username).cloned();
     let Some(user) = user else {
+        GlobalStats::inc(&shared.stats.access_denied_wrong_password);
         let e = access_denied(&resp.username, &client.host, !resp.auth_response.is_empty());
         client.send_err(seq, &e).await?;
         return Err(LoginError::Refused);
@@ -167,6 +168,7 @@ pub async fn handshake(
                 plugin = p.to_string();
             }
             _ => {
+                GlobalStats::inc(&shared.stats.access_denied_wrong_password);
                 let e = access_denied(&resp.username, &client.host, !proof.is_empty());
                 client.send_err(seq, &e).await?;
                 return Err(LoginError::Refused);

@@ -194,6 +194,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     let handle = registration.handle.clone();
     if shared.registry.len() > runtime.mysql.max_connections as usize {
         GlobalStats::inc(&shared.stats.client_connections_aborted);
+        GlobalStats::inc(&shared.stats.access_denied_max_connections);
         let e = ErrInfo::new(errcode::ER_CON_COUNT_ERROR, "08004", "Too many connections");
         let _ = client.send_err(0, &e).await;
         return;
@@ -217,6 +218,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         .enter_user(&login.user.username, login.user.max_connections)
     {
         GlobalStats::inc(&shared.stats.client_connections_aborted);
+        GlobalStats::inc(&shared.stats.access_denied_max_user_connections);
         let e = ErrInfo::new(
             errcode::ER_CON_COUNT_ERROR,
             "08004",

@@ -183,8 +183,21 @@ fn global_rows(
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
         .sum();
     let qc = shared.cache.stats();
-    let rows: [(&str, u64); 33] = [
+    let rows: [(&str, u64); 37] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
+        ("MySQL_Thread_Workers", weir_pool::worker::count() as u64),
+        (
+            "Access_Denied_Wrong_Password",
+            get(&st.access_denied_wrong_password),
+        ),
+        (
+            "Access_Denied_Max_Connections",
+            get(&st.access_denied_max_connections),
+        ),
+        (
+            "Access_Denied_Max_User_Connections",
+            get(&st.access_denied_max_user_connections),
+        ),
         ("Active_Transactions", gauges.in_transaction),
         (
             "Client_Connections_aborted",
