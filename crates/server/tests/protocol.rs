@@ -653,3 +653,76 @@ fn an_unknown_schema_fails_the_login_as_on_the_server() {
     let r = setup.query("DROP DATABASE weir_login_later");
     assert_eq!(r[0][0], 0, "{r:?}");
 }
+
+/// MariaDB's statement id 0xFFFFFFFF names the statement prepared last (the MariaDB
+/// connectors send COM_STMT_PREPARE and COM_STMT_EXECUTE back to back with it): executed,
+/// reset and closed as that statement, and unknown after a failed prepare or once closed,
+/// as on the server.
+#[test]
+fn statement_id_minus_one_is_the_last_prepared() {
+    let last = u32::MAX.to_le_bytes();
+    let execute = |v: u8| {
+        let mut p = vec![0x17];
+        p.extend_from_slice(&last);
+        p.push(0);
+        p.extend_from_slice(&1u32.to_le_bytes());
+        p.extend_from_slice(&[0, 1, 0x01, 0, v]); // null bitmap, bound, TINY, value
+        p
+    };
+    let prepare = |sql: &str| {
+        let mut p = vec![0x16];
+        p.extend_from_slice(sql.as_bytes());
+        p
+    };
+    let run = |port: u16| -> Vec<String> {
+        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(ok[0], 0);
+        let mut seen = Vec::new();
+        let outcome = |r: Vec<Vec<u8>>| match err_code(&r[0]) {
+            Some(code) => format!("ERR {code}"),
+            None => format!(
+                "{} packets, last row {:?}",
+                r.len(),
+                r.get(r.len().saturating_sub(2))
+            ),
+        };
+        let r = c.command(&prepare("SELECT ? + 1 AS a"), Expect::Prepare);
+        assert_eq!(r[0][0], 0, "{r:?}");
+        seen.push(outcome(c.command(&execute(41), Expect::ResultSets)));
+        // Back to back, before reading the prepare's reply.
+        c.send(&prepare("SELECT ? * 2 AS b"));
+        let mut e = execute(21);
+        // Each command starts its own sequence: send EXECUTE as a new packet 0.
+        let mut raw = (e.len() as u32).to_le_bytes()[..3].to_vec();
+        raw.push(0);
+        raw.append(&mut e);
+        c.send_raw(&raw);
+        let r = c.read_reply(Expect::Prepare);
+        assert_eq!(r[0][0], 0, "{r:?}");
+        seen.push(outcome(c.read_reply(Expect::ResultSets)));
+        // COM_STMT_RESET names it too; then closed, it is unknown.
+        let mut reset = vec![0x1a];
+        reset.extend_from_slice(&last);
+        seen.push(outcome(c.command(&reset, Expect::Status)));
+        let mut close = vec![0x19];
+        close.extend_from_slice(&last);
+        c.send(&close);
+        seen.push(outcome(c.command(&execute(1), Expect::ResultSets)));
+        // A failed prepare leaves no last statement.
+        let r = c.command(&prepare("SELECT ? + 1 AS a"), Expect::Prepare);
+        assert_eq!(r[0][0], 0, "{r:?}");
+        let r = c.command(&prepare("SELEC broken"), Expect::Prepare);
+        assert_eq!(err_code(&r[0]), Some(1064), "{r:?}");
+        seen.push(outcome(c.command(&execute(1), Expect::ResultSets)));
+        let r = c.query("SELECT 5");
+        seen.push(String::from_utf8_lossy(&r[3][1..]).into_owned());
+        seen
+    };
+    let direct = run(common::topo().primary.port);
+    assert_eq!(
+        run(common::weir().port),
+        direct,
+        "through weir, then directly"
+    );
+    assert!(direct[0].contains("packets"), "{direct:?}");
+}

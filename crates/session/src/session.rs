@@ -69,6 +69,10 @@ pub struct Session {
     pub(crate) prepared: PreparedMap,
     /// The last statement id handed to the client.
     pub(crate) next_stmt_id: u32,
+    /// The statement of the last successful COM_STMT_PREPARE, which MariaDB's statement id
+    /// 0xFFFFFFFF names (clients that send PREPARE and EXECUTE back to back use it); `None`
+    /// after a failed prepare or once it is closed.
+    pub(crate) last_prepared: Option<u32>,
     /// For a COM_STMT_PREPARE being relayed: the id the client gets instead of the server's.
     pub(crate) reply_stmt_id: Option<u32>,
     /// The statement command of the command being handled, counted when it ends.
@@ -285,6 +289,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         no_diagnostics: true,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
+        last_prepared: None,
         reply_stmt_id: None,
         counted: None,
         reply_end: None,
@@ -415,7 +420,7 @@ impl Session {
             com::QUERY | com::STMT_PREPARE => text(),
             com::STMT_EXECUTE => {
                 GlobalStats::inc(&self.shared.stats.com_frontend_stmt_execute);
-                let p = self.prepared.get(&statement_id(cmd));
+                let p = self.prepared.get(&self.statement_id(cmd));
                 self.counted = Some(p.map_or(SqlCommand::Execute, |p| p.command));
                 p.map(|p| p.text.as_bytes())
             }
@@ -813,7 +818,21 @@ impl Session {
 }
 
 /// The statement id of a COM_STMT_* command (0 when the packet is too short).
-pub(crate) fn statement_id(cmd: &Command) -> u32 {
+impl Session {
+    /// The client's statement id a COM_STMT_* command names; MariaDB's 0xFFFFFFFF stands for
+    /// the last statement prepared (left as is when there is none, so it is reported unknown).
+    pub(crate) fn statement_id(&self, cmd: &Command) -> u32 {
+        match statement_id(cmd) {
+            LAST_PREPARED => self.last_prepared.unwrap_or(LAST_PREPARED),
+            id => id,
+        }
+    }
+}
+
+/// The statement id by which MariaDB clients name the statement they prepared last.
+const LAST_PREPARED: u32 = u32::MAX;
+
+fn statement_id(cmd: &Command) -> u32 {
     cmd.raw
         .get(5..9)
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))

@@ -78,6 +78,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         no_diagnostics: true,
         prepared: Default::default(),
         next_stmt_id: 0,
+        last_prepared: None,
         reply_stmt_id: None,
         counted: None,
         reply_end: None,

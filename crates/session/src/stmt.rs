@@ -20,7 +20,7 @@
 use crate::client::{ClientError, Command};
 use crate::exec::{Limits, Step};
 use crate::pipeline::Opened;
-use crate::session::{lost_backend, statement_id, Flow, Prepared, Session};
+use crate::session::{lost_backend, Flow, Prepared, Session};
 use crate::GlobalStats;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -248,7 +248,12 @@ impl Session {
             self.route_to(hostgroup);
             Limits::decided(&self.decision, &rt.mysql)
         };
-        self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
+        self.last_prepared = None;
+        // Never 0, nor u32::MAX, which names the last statement prepared.
+        self.next_stmt_id = match self.next_stmt_id.wrapping_add(1) {
+            0 | u32::MAX => 1,
+            n => n,
+        };
         let client_id = self.next_stmt_id;
         self.reply_stmt_id = Some(client_id);
         let outcome = self.run_with_retries(&cmd, Expect::Prepare, &limits).await;
@@ -279,6 +284,7 @@ impl Session {
                 }
             }
             let timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
+            self.last_prepared = Some(client_id);
             self.prepared.insert(
                 client_id,
                 Prepared {
@@ -314,7 +320,7 @@ impl Session {
         self.row_count = None;
         self.no_diagnostics = false;
         let seq = cmd.last_seq.wrapping_add(1);
-        let id = statement_id(&cmd);
+        let id = self.statement_id(&cmd);
         let payload = cmd.payload();
         let Some(p) = self.prepared.get_mut(&id) else {
             self.client
@@ -706,7 +712,7 @@ impl Session {
     /// COM_STMT_FETCH: only where the statement's cursor is open.
     pub(crate) async fn fetch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
-        let id = statement_id(&cmd);
+        let id = self.statement_id(&cmd);
         let global = match self.prepared.get(&id) {
             Some(p) if p.cursor && self.backend.is_some() => p.global.id,
             Some(_) => {
@@ -751,7 +757,7 @@ impl Session {
     /// COM_STMT_RESET: long data dropped; a cursor closed on the server.
     pub(crate) async fn reset_statement(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
-        let id = statement_id(&cmd);
+        let id = self.statement_id(&cmd);
         let Some(p) = self.prepared.get_mut(&id) else {
             self.client
                 .send_err(seq, &unknown_statement(id, com::STMT_RESET))
@@ -792,7 +798,11 @@ impl Session {
     /// other sessions. An open cursor is closed on the server.
     pub(crate) async fn close_statement(&mut self, cmd: &Command) {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_close);
-        let Some(p) = self.prepared.remove(&statement_id(cmd)) else {
+        let id = self.statement_id(cmd);
+        if self.last_prepared == Some(id) {
+            self.last_prepared = None;
+        }
+        let Some(p) = self.prepared.remove(&id) else {
             return;
         };
         if !p.cursor {
@@ -826,7 +836,8 @@ impl Session {
             .flat_map(|p| p.long_data.iter())
             .map(Vec::len)
             .sum();
-        if let Some(p) = self.prepared.get_mut(&statement_id(cmd)) {
+        let id = self.statement_id(cmd);
+        if let Some(p) = self.prepared.get_mut(&id) {
             if p.long_data_overflow {
                 return;
             }
