@@ -80,6 +80,7 @@ pub async fn handshake(
 ) -> Result<Login, LoginError> {
     let runtime = shared.runtime.load_full();
     let scramble = auth::new_scramble();
+    client.scramble = scramble;
     let greeting = Greeting {
         server_version: announced_version(&runtime.mysql.server_version),
         connection_id,
@@ -209,49 +210,72 @@ pub fn backend_credential(shared: &Shared, user: &User, stage1: Option<[u8; 20]>
     }
 }
 
-/// Re-authenticates for COM_CHANGE_USER: always through an auth switch with a fresh scramble,
-/// so the proof is never checked against the scramble of the original handshake.
+/// Re-authenticates for COM_CHANGE_USER as the server does: the auth data of the command is
+/// checked against the greeting's scramble (where clients compute it); an auth switch, when
+/// the plugin asks for one or the data does not match, carries that same scramble, since
+/// libmariadb answers it with the bytes it already computed.
 pub async fn change_user(
     shared: &Shared,
     client: &mut ClientConn,
-    username: &str,
+    req: &weir_wire::handshake::ChangeUser,
     seq: u8,
 ) -> Result<(Arc<User>, Credential, u8), LoginError> {
     let runtime = shared.runtime.load_full();
-    let scramble = auth::new_scramble();
-    let mut data = scramble.to_vec();
-    data.push(0);
-    write_auth_switch(&mut client.wbuf, seq, NATIVE_PASSWORD, &data);
-    client.flush_wbuf().await?;
-    let reply = client.read_command(64 * 1024).await?;
-    let seq = reply.last_seq.wrapping_add(1);
-    let proof = reply.payload().to_vec();
-    let Some(user) = runtime.frontend_users.get(username).cloned() else {
-        client
-            .send_err(
-                seq,
-                &access_denied(username, &client.host, !proof.is_empty()),
-            )
-            .await?;
-        return Err(LoginError::Refused);
-    };
-    let secret = match &user.password {
-        Password::Clear(p) => Secret::Clear(p.as_bytes()),
-        Password::NativeHash(h) => Secret::NativeHash(h),
-    };
-    match auth::check(NATIVE_PASSWORD, &scramble, secret, &proof) {
-        AuthCheck::Ok(stage1) => {
-            let cred = backend_credential(shared, &user, stage1);
-            Ok((user, cred, seq))
-        }
-        _ => {
-            client
-                .send_err(
-                    seq,
-                    &access_denied(username, &client.host, !proof.is_empty()),
-                )
-                .await?;
-            Err(LoginError::Refused)
+    let scramble = client.scramble;
+    let username = req.username.as_str();
+    let mut seq = seq;
+    let mut plugin = req
+        .auth_plugin
+        .clone()
+        .unwrap_or_else(|| NATIVE_PASSWORD.to_string());
+    let mut proof = req.auth_response.clone();
+    let mut switched = false;
+    let user = runtime.frontend_users.get(username).cloned();
+    loop {
+        let verdict = user.as_ref().map(|u| {
+            let secret = match &u.password {
+                Password::Clear(p) => Secret::Clear(p.as_bytes()),
+                Password::NativeHash(h) => Secret::NativeHash(h),
+            };
+            auth::check(&plugin, &scramble, secret, &proof)
+        });
+        match (verdict, &user) {
+            (Some(AuthCheck::Ok(stage1)), Some(user)) => {
+                if plugin == CACHING_SHA2_PASSWORD {
+                    write_auth_more_data(&mut client.wbuf, seq, &[auth::SHA2_FAST_AUTH_SUCCESS]);
+                    client.flush_wbuf().await?;
+                    seq = seq.wrapping_add(1);
+                }
+                let cred = backend_credential(shared, user, stage1);
+                return Ok((user.clone(), cred, seq));
+            }
+            // One auth switch: to the plugin the check asks for, or to native password for
+            // data that did not match (a client that computes it again then gets through).
+            (verdict, _) if !switched => {
+                switched = true;
+                let to = match verdict {
+                    Some(AuthCheck::SwitchTo(p)) => p,
+                    _ => NATIVE_PASSWORD,
+                };
+                let mut data = scramble.to_vec();
+                data.push(0);
+                write_auth_switch(&mut client.wbuf, seq, to, &data);
+                client.flush_wbuf().await?;
+                let reply = client.read_command(64 * 1024).await?;
+                seq = reply.last_seq.wrapping_add(1);
+                proof = reply.payload().to_vec();
+                plugin = to.to_string();
+            }
+            _ => {
+                GlobalStats::inc(&shared.stats.access_denied_wrong_password);
+                client
+                    .send_err(
+                        seq,
+                        &access_denied(username, &client.host, !proof.is_empty()),
+                    )
+                    .await?;
+                return Err(LoginError::Refused);
+            }
         }
     }
 }

@@ -83,6 +83,8 @@ pub struct ClientConn {
     pub local_host: String,
     /// Local port the client connected to (rules' proxy_port).
     pub local_port: u16,
+    /// The scramble of the greeting, against which COM_CHANGE_USER is checked too.
+    pub scramble: [u8; 20],
 }
 
 impl ClientConn {
@@ -116,6 +118,7 @@ impl ClientConn {
             caps: 0,
             host,
             port,
+            scramble: [0; 20],
         }
     }
 

@@ -690,25 +690,19 @@ impl Session {
             self.client.send_err(seq, &e).await?;
             return Ok(Flow::Continue);
         }
-        let (user, cred, seq) = match crate::auth::change_user(
-            &self.shared,
-            &mut self.client,
-            &req.username,
-            seq,
-        )
-        .await
-        {
-            Ok(v) => v,
-            Err(crate::auth::LoginError::Refused) => {
-                // The client got 1045. As on the server, the session is reset all the same
-                // (transaction, variables, statements) and stays logged in as its user, in
-                // its schema.
-                self.failed_change_user += 1;
-                self.forget_session().await;
-                return Ok(Flow::Continue);
-            }
-            Err(crate::auth::LoginError::Io(e)) => return Err(e),
-        };
+        let (user, cred, seq) =
+            match crate::auth::change_user(&self.shared, &mut self.client, &req, seq).await {
+                Ok(v) => v,
+                Err(crate::auth::LoginError::Refused) => {
+                    // The client got 1045. As on the server, the session is reset all the same
+                    // (transaction, variables, statements) and stays logged in as its user, in
+                    // its schema.
+                    self.failed_change_user += 1;
+                    self.forget_session().await;
+                    return Ok(Flow::Continue);
+                }
+                Err(crate::auth::LoginError::Io(e)) => return Err(e),
+            };
         // The session is reset whether or not the schema is accepted, as on MariaDB; first,
         // so that the connection it held is free for the probe below.
         self.forget_session().await;
