@@ -903,6 +903,28 @@ async fn row_count_follows_the_client_not_the_connection() {
     other.query_drop("SELECT 2").await.unwrap();
     assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 2);
 
+    // A prepare or a close in between leaves it as it was, a failed prepare makes it -1, as on
+    // the server (drivers that close their statement after each execution do this all the
+    // time).
+    c.query_drop("UPDATE rc_t SET v = v + 1 WHERE id <= 2")
+        .await
+        .unwrap();
+    let between = c.prep("SELECT 99").await.unwrap();
+    other.query_drop("SELECT 4").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 2);
+    c.query_drop("UPDATE rc_t SET v = v + 1 WHERE id <= 2")
+        .await
+        .unwrap();
+    c.close(between).await.unwrap();
+    other.query_drop("SELECT 5").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, 2);
+    c.query_drop("UPDATE rc_t SET v = v + 1 WHERE id <= 2")
+        .await
+        .unwrap();
+    assert!(c.prep("SELEC broken").await.is_err());
+    other.query_drop("UPDATE rc_t SET v = v + 1").await.unwrap();
+    assert_eq!(row_count(&mut c, "SELECT ROW_COUNT()").await, -1);
+
     // The last result of several counts; a ping resets it, as on the server.
     c.query_drop("SELECT 1; UPDATE rc_t SET v = v + 1 WHERE id = 1")
         .await

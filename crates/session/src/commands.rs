@@ -20,8 +20,14 @@ impl Session {
         let seq = cmd.last_seq.wrapping_add(1);
         if !matches!(cmd.code(), com::PING | com::QUERY | com::STMT_EXECUTE) {
             // Known again only where the reply of a statement is seen; a query may read it
-            // first.
-            self.row_count = None;
+            // first. The server leaves ROW_COUNT() alone for a successful prepare, a close
+            // and long data (a failed prepare and a reset are seen below).
+            if !matches!(
+                cmd.code(),
+                com::STMT_PREPARE | com::STMT_CLOSE | com::STMT_SEND_LONG_DATA | com::STMT_RESET
+            ) {
+                self.row_count = None;
+            }
             self.no_diagnostics = false;
         }
         match cmd.code() {
@@ -39,7 +45,11 @@ impl Session {
             com::STMT_PREPARE => return self.prepare(cmd).await,
             com::STMT_EXECUTE => return self.execute(cmd).await,
             com::STMT_FETCH => return self.fetch(cmd).await,
-            com::STMT_RESET => return self.reset_statement(cmd).await,
+            com::STMT_RESET => {
+                // The server's ROW_COUNT() is 0 after a reset, as after a ping.
+                self.row_count = self.row_count.map(|_| 0);
+                return self.reset_statement(cmd).await;
+            }
             // No reply to either.
             com::STMT_SEND_LONG_DATA => self.long_data(&cmd),
             com::STMT_CLOSE => self.close_statement(&cmd).await,

@@ -259,6 +259,8 @@ impl Session {
         let outcome = self.run_with_retries(&cmd, Expect::Prepare, &limits).await;
         self.reply_stmt_id = None;
         let Some(o) = outcome? else {
+            // Refused before any server saw it: the server's value is not known.
+            self.row_count = None;
             return Ok(Flow::Continue);
         };
         if let (None, Some(server_id)) = (&o.error, o.prepared_id) {
@@ -309,6 +311,10 @@ impl Session {
                     reads_previous_result: reads.1,
                 },
             );
+        }
+        if o.error.is_some() {
+            // As any failed statement on the server.
+            self.row_count = Some(-1);
         }
         self.after_reply(&o, 0, None);
         Ok(Flow::Continue)
