@@ -2020,3 +2020,48 @@ fn a_handshake_collation_describes_columns_as_on_the_server() {
     let through_weir = handshake_collation_run(w.port);
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
 }
+
+/// A cursor read to its last row is closed on the server (SERVER_STATUS_LAST_ROW_SENT): the
+/// session lets its connection go then, not at a COM_STMT_RESET or CLOSE that a driver caching
+/// its statements may not send for a long time. One backend connection: another client's
+/// statement must not wait for it.
+#[test]
+fn a_cursor_read_to_the_end_lets_the_connection_go() {
+    use common::raw::{err_code, RawClient};
+    use weir_wire::reply::Expect;
+    let w = start_with_max(1, "connect_timeout_server_max = 3000");
+    let (mut a, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    assert_eq!(ok[0], 0);
+    let mut p = vec![0x16];
+    p.extend_from_slice(b"SELECT seq FROM seq_1_to_5");
+    let r = a.command(&p, Expect::Prepare);
+    let stmt = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    let mut p = vec![0x17];
+    p.extend_from_slice(&stmt);
+    p.push(1); // CURSOR_TYPE_READ_ONLY
+    p.extend_from_slice(&1u32.to_le_bytes());
+    let r = a.command(&p, Expect::ResultSets);
+    assert_eq!(r.len(), 3, "{r:?}");
+    let mut fetch = vec![0x1c];
+    fetch.extend_from_slice(&stmt);
+    fetch.extend_from_slice(&100u32.to_le_bytes());
+    let r = a.command(&fetch, Expect::Fetch);
+    assert_eq!(r.len(), 6, "five rows and an EOF: {r:?}");
+    let (mut b, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0);
+    let started = Instant::now();
+    let r = b.query("SELECT 7");
+    assert_eq!(&r[3][1..], b"7", "{r:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "waited {:?} for the connection the exhausted cursor held",
+        started.elapsed()
+    );
+    // As on the server: the cursor is gone, and the statement opens another.
+    let r = a.command(&fetch, Expect::Fetch);
+    assert_eq!(err_code(&r[0]), Some(1421), "{r:?}");
+    let r = a.command(&p, Expect::ResultSets);
+    assert_eq!(r.len(), 3, "{r:?}");
+    let r = a.command(&fetch, Expect::Fetch);
+    assert_eq!(r.len(), 6, "{r:?}");
+}

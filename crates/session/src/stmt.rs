@@ -753,6 +753,16 @@ impl Session {
             .exchange(&fetch, &fetch.raw, Expect::Fetch, seq, &limits)
             .await?
         {
+            // The last row went out: the server has closed the cursor, and the connection
+            // need not stay with the session for it (drivers that cache their statements
+            // may not reset or close it for a long time).
+            Step::Replied(o) if o.error.is_none() && o.status & status::LAST_ROW_SENT != 0 => {
+                if let Some(p) = self.prepared.get_mut(&id) {
+                    p.cursor = false;
+                }
+                self.update_cursor_pin();
+                self.release();
+            }
             // Never on a pipe, so never Interrupted.
             Step::Replied(_) | Step::Answered | Step::Interrupted => {}
             Step::Failed(f) => self.report_failure(f).await?,
