@@ -596,7 +596,26 @@ impl Session {
                 set.finish(status);
             }
             None => {
-                let cols = ["Level", "Code", "Message"].map(weir_wire::msg::ColumnSpec::text);
+                // As the server describes them (utf8mb4 texts: 4 bytes a character): a
+                // driver reads Code as a number.
+                let text = |name, chars: u32| weir_wire::msg::ColumnSpec {
+                    name,
+                    col_type: weir_wire::coltype::VAR_STRING,
+                    charset: u16::from(self.login.key.collation),
+                    length: chars * 4,
+                    flags: 1,
+                };
+                let cols = [
+                    text("Level", 7),
+                    weir_wire::msg::ColumnSpec {
+                        name: "Code",
+                        col_type: weir_wire::coltype::LONG,
+                        charset: 63,
+                        length: 4,
+                        flags: 161,
+                    },
+                    text("Message", 512),
+                ];
                 let set = weir_wire::msg::TextResultSet::begin_columns(
                     &mut out,
                     seq,
