@@ -825,7 +825,7 @@ async fn another_clients_warnings_and_errors_are_never_shown() {
     let shown: Vec<mysql_async::Row> = a.query("SHOW WARNINGS").await.unwrap();
     assert!(shown.is_empty(), "a fresh client saw another's warning");
     // Described as the server describes its own (a driver reads Code as a number).
-    let mut r = a.query_iter("SHOW WARNINGS").await.unwrap();
+    let r = a.query_iter("SHOW WARNINGS").await.unwrap();
     let types: Vec<_> = r.columns_ref().iter().map(|c| c.column_type()).collect();
     r.drop_result().await.unwrap();
     use mysql_async::consts::ColumnType::{MYSQL_TYPE_LONG, MYSQL_TYPE_VAR_STRING};
