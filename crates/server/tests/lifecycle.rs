@@ -714,3 +714,233 @@ async fn busy_polling_serves_statements_and_stops_when_idle() {
         t.elapsed()
     );
 }
+
+/// A weir whose primary (hostgroup 0) takes at most `max` connections from it.
+fn start_with_max(max: u32, extra_vars: &str) -> weir_testkit::WeirProcess {
+    let w = common::admin::start(extra_vars);
+    common::admin::admin(
+        &w,
+        &format!(
+            "UPDATE mysql_servers SET max_connections = {max} WHERE hostgroup_id = 0; \
+             LOAD MYSQL SERVERS TO RUNTIME"
+        ),
+    );
+    w
+}
+
+/// Statements on the primary whose text contains `tag`.
+fn running_on_primary(tag: &str) -> usize {
+    let rows = common::topo()
+        .primary
+        .query_rows(&format!(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{tag}%' \
+             AND INFO NOT LIKE '%PROCESSLIST%'"
+        ))
+        .unwrap();
+    rows[0][0].parse().unwrap()
+}
+
+/// The server's error code of a failed statement.
+fn server_code(r: &Result<Option<i64>, mysql_async::Error>) -> Option<u16> {
+    match r {
+        Err(mysql_async::Error::Server(e)) => Some(e.code),
+        _ => None,
+    }
+}
+
+/// Runs `sql` on `c` in a task: its result and when it ended.
+fn run_in_task(
+    mut c: Conn,
+    sql: &'static str,
+) -> tokio::task::JoinHandle<(Result<Option<i64>, mysql_async::Error>, Instant, Conn)> {
+    tokio::spawn(async move {
+        let r = c.query_first::<i64, _>(sql).await;
+        (r, Instant::now(), c)
+    })
+}
+
+/// KILL QUERY while every connection weir may open to the server is in use (its
+/// max_connections reached): the KILL goes to the server over a connection of its own, outside
+/// the pool, so it stops a running statement at once; a statement waiting for a connection is
+/// ended at once with ERROR 1317, as the server ends one killed before it started. Neither
+/// waits for another statement to free a connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_query_needs_no_free_backend_connection() {
+    let w = start_with_max(2, "");
+    let connect = || Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None));
+    // Connected first: a driver's connect runs statements of its own.
+    let victim = connect().await.unwrap();
+    let other = connect().await.unwrap();
+    let queued = connect().await.unwrap();
+    let mut killer = connect().await.unwrap();
+    let (victim_id, queued_id) = (victim.id(), queued.id());
+    let victim = run_in_task(victim, "SELECT SLEEP(5) AS kq_victim");
+    let other = run_in_task(other, "SELECT SLEEP(5) AS kq_other");
+    wait_until("both sleeps on the server", Duration::from_secs(5), || {
+        running_on_primary("kq_victim") + running_on_primary("kq_other") == 2
+    });
+    // Both connections in use: this one waits for one.
+    let queued = run_in_task(queued, "SELECT SLEEP(5) AS kq_queued");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(running_on_primary("kq_queued"), 0, "it should wait");
+
+    let killed_at = Instant::now();
+    killer
+        .query_drop(format!("KILL QUERY {queued_id}"))
+        .await
+        .unwrap();
+    let (r, ended, mut queued) = queued.await.unwrap();
+    assert_eq!(server_code(&r), Some(1317), "{r:?}");
+    let took = ended.duration_since(killed_at);
+    assert!(
+        took < Duration::from_secs(1),
+        "ended {took:?} after the KILL"
+    );
+
+    let killed_at = Instant::now();
+    killer
+        .query_drop(format!("KILL QUERY {victim_id}"))
+        .await
+        .unwrap();
+    assert!(killed_at.elapsed() < Duration::from_secs(1));
+    let (r, ended, mut victim) = victim.await.unwrap();
+    assert_eq!(server_code(&r), Some(1317), "{r:?}");
+    let took = ended.duration_since(killed_at);
+    assert!(
+        took < Duration::from_secs(1),
+        "ended {took:?} after the KILL"
+    );
+    // The killed statement that waited never goes to the server, now that it could.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(running_on_primary("kq_queued"), 0);
+
+    // The other statement ran on, untouched; the killed sessions are usable.
+    let (r, _, _) = other.await.unwrap();
+    assert_eq!(r.unwrap(), Some(0));
+    let one: Option<i64> = queued.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    let one: Option<i64> = victim.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
+/// mysql-default_query_timeout while every connection weir may open to the server is in use:
+/// the KILL QUERY that stops each statement needs no free connection, so both end at their
+/// timeout rather than when the other ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_timeout_needs_no_free_backend_connection() {
+    let w = start_with_max(2, "default_query_timeout = 1000");
+    let connect = || Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None));
+    let a = connect().await.unwrap();
+    let b = connect().await.unwrap();
+    let a = (
+        Instant::now(),
+        run_in_task(a, "SELECT SLEEP(5) AS kq_timeout_a"),
+    );
+    // Apart: MariaDB 10.11 can take seconds over KILL QUERYs of two sleeping threads sent at
+    // the same instant (seen without weir too).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let b = (
+        Instant::now(),
+        run_in_task(b, "SELECT SLEEP(5) AS kq_timeout_b"),
+    );
+    for (started, t) in [a, b] {
+        let (r, ended, _) = t.await.unwrap();
+        match &r {
+            Err(mysql_async::Error::Server(e)) => {
+                assert_eq!(e.code, 1907, "{e:?}");
+                assert!(e.message.contains("mysql-default_query_timeout"), "{e:?}");
+            }
+            other => panic!("expected the timeout's error, got {other:?}"),
+        }
+        // At the timeout, not when the other statement ends (5 s); slack for a loaded host.
+        let took = ended.duration_since(started);
+        assert!(took < Duration::from_secs(4), "ended after {took:?}");
+    }
+    wait_until(
+        "the statements stopped on the server",
+        Duration::from_secs(2),
+        || running_on_primary("kq_timeout_") == 0,
+    );
+}
+
+/// KILL QUERY of a statement waiting for its turn on a pipelined connection (behind another
+/// client's slow statement): its client gets ERROR 1317 at once, not the statement's result
+/// after the one before it; the statement is stopped on the server when its turn comes; the
+/// client before it gets its own result.
+#[test]
+fn kill_query_of_a_pipelined_statement_waiting_for_its_turn() {
+    use weir_wire::reply::Expect;
+    // One worker: pipes are per worker thread.
+    let w = common::admin::start("pipeline_depth = 8\nthreads = 1");
+    let login = |db: Option<&str>| {
+        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
+        assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
+        c
+    };
+    let pipelined = || -> u64 {
+        common::admin::value(
+            &w,
+            "SELECT Variable_Value FROM stats_mysql_global \
+             WHERE Variable_Name = 'Pipelined_statements'",
+        )
+        .parse()
+        .unwrap()
+    };
+    let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
+    // Idle connections in the pool, so that the first statement opens its pipe at once.
+    let mut warm: Vec<RawClient> = (0..4).map(|_| login(Some("weirtest"))).collect();
+    for c in &mut warm {
+        c.send(&query("SELECT SLEEP(0.2)"));
+    }
+    for c in &mut warm {
+        c.read_reply(Expect::ResultSets);
+    }
+    let mut killer = login(None);
+    for _attempt in 0..10 {
+        // A statement on a backend: pipes only open while others run.
+        let mut busy = login(Some("weirtest"));
+        busy.send(&query("SELECT SLEEP(1.5)"));
+        std::thread::sleep(Duration::from_millis(50));
+        let mut head = login(Some("weirtest"));
+        let mut follower = login(Some("weirtest"));
+        let before = pipelined();
+        head.send(&query("SELECT SLEEP(2) AS kq_pipe_head"));
+        follower.send(&query("SELECT SLEEP(2) AS kq_pipe_follower"));
+        std::thread::sleep(Duration::from_millis(200));
+        if pipelined() == before {
+            // Not joined this time (each went its own way): again.
+            for c in [&mut busy, &mut head, &mut follower] {
+                c.read_reply(Expect::ResultSets);
+            }
+            continue;
+        }
+        let killed_at = Instant::now();
+        let ok = killer.query(&format!("KILL QUERY {}", follower.greeting.connection_id));
+        assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
+        let reply = follower.read_reply(Expect::ResultSets);
+        let took = killed_at.elapsed();
+        assert_eq!(err_code(&reply[0]), Some(1317), "{reply:?}");
+        assert!(
+            took < Duration::from_secs(1),
+            "answered {took:?} after the KILL"
+        );
+        // The statement before it ends as it would have, with its own result.
+        let rows = head.read_reply(Expect::ResultSets);
+        assert!(rows.iter().all(|p| err_code(p).is_none()), "{rows:?}");
+        assert_eq!(rows[3], b"\x010", "{rows:?}");
+        busy.read_reply(Expect::ResultSets);
+        // The killed statement does not run its two seconds after the head's.
+        wait_until(
+            "the killed statement stopped on the server",
+            Duration::from_millis(1500),
+            || running_on_primary("kq_pipe_follower") == 0,
+        );
+        // Both sessions go on.
+        for c in [&mut head, &mut follower] {
+            let r = c.query("SELECT 1");
+            assert_eq!(r[3], b"\x011", "{r:?}");
+        }
+        return;
+    }
+    panic!("in 10 attempts, never a statement waiting for its turn on a pipe");
+}

@@ -6,7 +6,6 @@ use crate::exec::{kill_on_backend, Limits};
 use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Flow, Session};
 use crate::GlobalStats;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use weir_backend::BackendError;
 use weir_sql::{Pin, StatementKind};
@@ -852,13 +851,16 @@ impl Session {
             self.client.send_err(seq, &e).await?;
             return Ok(());
         }
-        let running = target.running.lock().clone();
-        if let Some(r) = running {
-            target.kill_query_requested.store(true, Ordering::Relaxed);
-            kill_on_backend(&self.shared, &r, true).await;
-        }
         if !query_only {
+            // First: a session that waits for a connection or its turn on a pipe ends as
+            // killed, not as if only its statement were.
             target.kill.cancel();
+        }
+        // Never waits for the target, nor for a free connection: the KILL QUERY goes to the
+        // server over a connection of its own, outside the pool. A statement not on a backend
+        // yet is ended by its session (see `SessionHandle::kill_query`).
+        if let Some(r) = target.kill_query() {
+            kill_on_backend(&self.shared, &r, true).await;
         }
         if target.id == self.handle.id && !query_only {
             // Killing oneself: the server answers with an error and closes.

@@ -302,7 +302,9 @@ impl Session {
         limits: &Limits,
     ) -> Result<Step, ClientError> {
         let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
-        self.mark_running();
+        if !self.mark_running() && !self.stop_killed_statement(wire).await {
+            return self.interrupted_before_sending(seq).await;
+        }
         let Some(b) = self.backend.as_mut() else {
             return Ok(Step::Answered);
         };
@@ -333,10 +335,6 @@ impl Session {
             login: &self.login,
             kill_queries: &kill_queries,
         };
-        // A request from now on is for this statement.
-        self.handle
-            .kill_query_requested
-            .store(false, Ordering::Relaxed);
         let on_backend = crate::pipeline::OnBackend::enter();
         let timed = relay_timed(
             &mut self.client,
@@ -356,10 +354,7 @@ impl Session {
         self.clear_running();
         match timed {
             Timed::Done(Ok(o)) if o.withheld => {
-                let requested = self
-                    .handle
-                    .kill_query_requested
-                    .swap(false, Ordering::Relaxed);
+                let requested = self.handle.kill_query_requested.load(Ordering::SeqCst);
                 let hit = self.pipe.as_ref().is_some_and(|p| {
                     kill_may_have_hit(p.kills_at_write, kill_queries.load(Ordering::Relaxed))
                 });
@@ -439,6 +434,62 @@ impl Session {
         }
     }
 
+    /// A KILL QUERY came for the command before its statement reached a backend thread:
+    /// false when `wire` (the command) was not sent yet, so that it is not sent at all; true
+    /// when a pipe sent it already: the statement is then stopped there with KILL QUERY,
+    /// and its reply (normally ERR 1317) is relayed as for any KILL QUERY.
+    async fn stop_killed_statement(&mut self, wire: &[u8]) -> bool {
+        if !wire.is_empty() {
+            return false;
+        }
+        let Some(r) = self.running_here() else {
+            return true;
+        };
+        *self.handle.running.lock() = Some(r.clone());
+        tracing::debug!(
+            session = self.handle.id,
+            backend_thread = r.backend_thread,
+            "KILL QUERY for a statement that was on its way to the backend"
+        );
+        kill_on_backend(&self.shared, &r, true).await;
+        true
+    }
+
+    /// Ends a command stopped by KILL QUERY before it was sent, as the server ends a
+    /// statement killed before it started: ERR 1317. The held connection stays usable.
+    async fn interrupted_before_sending(&mut self, seq: u8) -> Result<Step, ClientError> {
+        let Some(b) = self.backend.as_ref() else {
+            self.answer_early_kill(seq, None).await?;
+            return Ok(Step::Answered);
+        };
+        let (server, status) = (b.server().clone(), b.conn_ref().status);
+        let err = self.answer_early_kill(seq, Some(&server)).await?;
+        Ok(Step::Replied(ReplyOutcome {
+            status,
+            error: Some(err),
+            ..ReplyOutcome::default()
+        }))
+    }
+
+    /// Answers a KILL of the session's command that came before its statement reached a
+    /// backend thread: ERR 1317 for KILL QUERY (the error returned); for KILL, ERR 1927 and
+    /// the session ends.
+    pub(crate) async fn answer_early_kill(
+        &mut self,
+        seq: u8,
+        server: Option<&ServerState>,
+    ) -> Result<ErrInfo, ClientError> {
+        if self.handle.kill.is_cancelled() {
+            let err = crate::session::connection_killed();
+            self.client.send_err(seq, &err).await?;
+            return Err(ClientError::Closed);
+        }
+        let err = crate::session::query_interrupted();
+        self.log_error(server, err.code, &err.message);
+        self.client.send_err(seq, &err).await?;
+        Ok(err)
+    }
+
     /// Accounts for a relay that ran to its end or failed.
     async fn relayed(
         &mut self,
@@ -507,7 +558,9 @@ impl Session {
 
 /// Runs `KILL [QUERY] <backend thread>` on the server over a separate connection; whether it
 /// was delivered (false when the server could not be reached or refused it, e.g. because the
-/// thread is already gone).
+/// thread is already gone). The connection is opened for the KILL alone, outside the pool:
+/// a KILL never waits for a free connection, however many the server's `max_connections`
+/// lets weir use and however many statements wait for one.
 pub(crate) async fn kill_on_backend(shared: &crate::Shared, r: &Running, query_only: bool) -> bool {
     // Boxed: the connect and handshake make a large future, which would otherwise be part
     // of the state of every statement's relay (and be copied with it) for a rare event.
@@ -550,7 +603,14 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
             done
         }
         Err(e) => {
-            tracing::warn!(error = %e, "could not reach the backend to kill a statement");
+            // Outside the pool, so never held back by the server's max_connections in weir;
+            // the server's own max_connections may still refuse it (ERROR 1040).
+            tracing::warn!(
+                error = %e,
+                server = %r.server.endpoint(),
+                backend_thread = r.backend_thread,
+                "could not reach the backend to kill a statement"
+            );
             false
         }
     };

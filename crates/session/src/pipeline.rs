@@ -22,8 +22,15 @@
 //! never comes (the connection failed, a session before it went away mid-reply) runs its
 //! statement again on its own. The reply of a follower that went away before its turn is read
 //! and dropped, so that the next one finds its own.
+//!
+//! KILL: a follower whose client's statement is killed (KILL QUERY, KILL) while it waits for
+//! its turn leaves the line at once with ERR 1317, as if it had gone away; its statement is
+//! stopped on the server with KILL QUERY when its turn comes, unless its reply is arriving
+//! already. A KILL QUERY that lands on a statement behind it is noticed there
+//! ([`crate::exec::kill_may_have_hit`]) and that statement runs again.
 
 use crate::client::{ClientError, Command};
+use crate::registry::Running;
 use crate::session::Session;
 use crate::Shared;
 use std::cell::{Cell, RefCell};
@@ -228,11 +235,14 @@ impl Session {
             pipe.join(&cmd.raw)
         });
         if let Some(turn) = joined {
-            return Ok(if self.wait_turn(turn).await {
-                Piped::Sent
-            } else {
-                Piped::No
-            });
+            if self.wait_turn(turn).await {
+                return Ok(Piped::Sent);
+            }
+            if self.handle.kill_query_pending() || self.handle.kill.is_cancelled() {
+                self.answer_early_kill(seq, None).await?;
+                return Ok(Piped::Answered);
+            }
+            return Ok(Piped::No);
         }
         if ON_BACKENDS.with(Cell::get) == 0 {
             return Ok(Piped::No);
@@ -270,11 +280,19 @@ impl Session {
     /// Waits for the connection after joining a pipe; false when the turn never comes (the
     /// connection failed or a session before it left): the statement then runs on its own.
     /// Its command may have run on a connection that failed: it changes nothing, so it runs
-    /// again.
+    /// again. Also false when the client's statement is killed meanwhile: the session leaves
+    /// the line (see the module's doc) and answers the KILL.
     async fn wait_turn(&mut self, turn: Turn) -> bool {
         crate::GlobalStats::inc(&self.shared.stats.pipelined_statements);
-        match turn.turn.await {
-            Ok(conn) => {
+        let mut rx = turn.turn;
+        let conn = tokio::select! {
+            biased;
+            r = &mut rx => r.ok(),
+            () = self.handle.query_killed() => leave_line(&mut rx),
+            () = self.handle.kill.cancelled() => leave_line(&mut rx),
+        };
+        match conn {
+            Some(conn) => {
                 self.backend = Some(conn);
                 self.pipe = Some(PipeGuard {
                     id: turn.pipe,
@@ -282,7 +300,7 @@ impl Session {
                 });
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     }
 
@@ -290,7 +308,11 @@ impl Session {
     /// backends, writing `wire` (the session's own command) first; `with_stmts` lets
     /// executions of the statements prepared there join.
     pub(crate) async fn open_pipe(&mut self, wire: &[u8], depth: u32, with_stmts: bool) -> Opened {
-        if wire.len() > MAX_PIPELINED_COMMAND || ON_BACKENDS.with(Cell::get) == 0 {
+        if wire.len() > MAX_PIPELINED_COMMAND
+            || ON_BACKENDS.with(Cell::get) == 0
+            // Killed on its way: the command is not sent at all (see `Session::exchange`).
+            || self.handle.kill_query_pending()
+        {
             return Opened::No;
         }
         let Some((writer, server, stmts, kill_queries)) = self.backend.as_ref().and_then(|b| {
@@ -370,9 +392,16 @@ impl Session {
     }
 }
 
+/// Leaves a pipe's line: no connection, unless it was handed over already (the session then
+/// holds the connection and its command's reply comes next on it).
+fn leave_line(rx: &mut oneshot::Receiver<PooledConn>) -> Option<PooledConn> {
+    rx.close();
+    rx.try_recv().ok()
+}
+
 /// What comes after a reply relayed on a pipe.
 enum Next {
-    Follower(oneshot::Sender<PooledConn>),
+    Follower(oneshot::Sender<PooledConn>, Arc<LoginTemplate>),
     /// Nothing more in flight: the pipe is closed and the connection clean.
     Done,
     /// The pipe is gone or out of step: the connection is closed.
@@ -395,7 +424,7 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
         match pipe.followers.pop_front() {
             Some(f) => {
                 pipe.head_since = Instant::now();
-                (Next::Follower(f), None)
+                (Next::Follower(f, pipe.login.clone()), None)
             }
             None => (Next::Done, Some(pipes.swap_remove(i))),
         }
@@ -403,16 +432,31 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
     // Dropped outside the borrow: dropping followers wakes them.
     drop(closed);
     match next {
-        Next::Follower(turn) => {
+        Next::Follower(turn, login) => {
             if let Err(mut conn) = turn.send(conn) {
-                // That session is gone: its reply comes next on the connection.
+                // That session is gone, or left the line when its statement was killed: its
+                // reply comes next on the connection. The statement is stopped unless its
+                // reply is arriving already; the connection goes on once the KILL landed.
                 let shared = shared.clone();
                 let guard = PipeGuard {
                     id,
                     kills_at_write: 0,
                 };
+                let stop = conn.conn_ref().rbuf.is_empty().then(|| Running {
+                    server: conn.server().clone(),
+                    backend_thread: conn.conn_ref().connection_id,
+                    local: None,
+                    login,
+                    kill_queries: conn.conn_ref().kill_queries.clone(),
+                });
                 tokio::spawn(async move {
-                    match conn.conn().read_reply(Expect::ResultSets).await {
+                    let kill = async {
+                        if let Some(r) = &stop {
+                            crate::exec::kill_on_backend(&shared, r, true).await;
+                        }
+                    };
+                    let (read, ()) = tokio::join!(conn.conn().read_reply(Expect::ResultSets), kill);
+                    match read {
                         Ok(_) | Err(weir_backend::BackendError::Server(_)) => {
                             pass_on(&shared, conn, guard)
                         }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use weir_pool::{LoginTemplate, ServerState};
 
@@ -40,11 +41,81 @@ pub struct SessionHandle {
     pub kill: CancellationToken,
     /// The statement running on a backend, if any.
     pub running: Mutex<Option<Running>>,
-    /// A client asked for a KILL QUERY of this session's statement: an ERR 1317 it gets is
-    /// its own, not the effect of a KILL meant for a statement before it on a pipe.
+    /// A client asked for a KILL QUERY of this session's command: an ERR 1317 it gets is
+    /// its own, not the effect of a KILL meant for a statement before it on a pipe. Cleared
+    /// when the session starts its next command.
     pub kill_query_requested: AtomicBool,
+    /// A KILL QUERY (or KILL) came while the command had no statement on a backend thread to
+    /// stop: it waits for a connection or for its turn on a pipe, or is on its way there. The
+    /// session ends the command with ERR 1317 instead of running it. Cleared with
+    /// `kill_query_requested`. Changed under `running`'s lock, so that a statement is either
+    /// published there for the KILL or stopped by its session, never neither.
+    kill_query_pending: AtomicBool,
+    /// Wakes a session waiting for a connection or its turn when `kill_query_pending` is set.
+    kill_query_wake: Notify,
     /// What the session is doing (processlist); only the session writes it.
     pub(crate) activity: Mutex<Activity>,
+}
+
+impl SessionHandle {
+    /// KILL QUERY of the session's command: the statement to stop on a backend thread, or
+    /// `None` when it has none there yet. The session then ends the command with ERR 1317
+    /// itself, at once if it waits for a connection or for its turn on a pipe, else before
+    /// its statement would reach a backend. A KILL never waits for the session: it goes to
+    /// the server over a connection of its own, outside the pool.
+    pub fn kill_query(&self) -> Option<Running> {
+        self.kill_query_requested.store(true, Ordering::SeqCst);
+        let running = self.running.lock();
+        if running.is_none() {
+            self.kill_query_pending.store(true, Ordering::SeqCst);
+            self.kill_query_wake.notify_waiters();
+        }
+        running.clone()
+    }
+
+    /// Publishes the statement the session is about to run on a backend thread, for KILL
+    /// QUERY; false when a KILL QUERY came for the command before (nothing is published).
+    pub fn start_running(&self, r: Running) -> bool {
+        let mut running = self.running.lock();
+        if self.kill_query_pending.load(Ordering::SeqCst) {
+            return false;
+        }
+        *running = Some(r);
+        true
+    }
+
+    /// Whether a KILL QUERY came for the command while it had no statement on a backend.
+    pub fn kill_query_pending(&self) -> bool {
+        self.kill_query_pending.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once a KILL QUERY is pending for the command (see
+    /// [`SessionHandle::kill_query`]).
+    pub async fn query_killed(&self) {
+        loop {
+            let notified = self.kill_query_wake.notified();
+            tokio::pin!(notified);
+            // Registered before the check: a KILL between the two still wakes it.
+            notified.as_mut().enable();
+            if self.kill_query_pending() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// A new command: KILL QUERYs that came before are not for it (on the server too, a
+    /// KILL QUERY of an idle thread stops nothing).
+    pub fn new_command(&self) {
+        // Loads first: no write to a shared cache line per command in the common case.
+        if self.kill_query_pending.load(Ordering::Relaxed) {
+            let _running = self.running.lock();
+            self.kill_query_pending.store(false, Ordering::SeqCst);
+        }
+        if self.kill_query_requested.load(Ordering::Relaxed) {
+            self.kill_query_requested.store(false, Ordering::SeqCst);
+        }
+    }
 }
 
 /// All sessions.
@@ -95,6 +166,8 @@ impl Registry {
             kill: parent.child_token(),
             running: Mutex::new(None),
             kill_query_requested: AtomicBool::new(false),
+            kill_query_pending: AtomicBool::new(false),
+            kill_query_wake: Notify::new(),
             activity: Mutex::new(Activity::new(Instant::now())),
         });
         self.sessions.lock().insert(id, handle.clone());
@@ -149,5 +222,79 @@ impl Registry {
                 m.remove(user);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::time::Duration;
+    use weir_backend::Credential;
+    use weir_pool::{Pool, PoolKey, ServerSpec, ServerStatus};
+
+    fn running() -> Running {
+        let pool = Pool::default();
+        pool.apply_servers(&[ServerSpec {
+            hostgroup: 0,
+            hostname: "db".into(),
+            port: 3306,
+            status: ServerStatus::Online,
+            weight: 1,
+            max_connections: 1,
+            max_replication_lag: 0,
+        }]);
+        Running {
+            server: pool.servers()[0].clone(),
+            backend_thread: 7,
+            local: None,
+            login: Arc::new(LoginTemplate {
+                key: PoolKey {
+                    username: "app".into(),
+                    capabilities: 0,
+                    collation: 45,
+                },
+                credential: Credential::Clear("x".into()),
+                schema: None,
+            }),
+            kill_queries: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn kill_query_stops_a_running_statement_on_its_backend_thread() {
+        let registry = Arc::new(Registry::default());
+        let reg = registry.register("h".into(), 1, &CancellationToken::new());
+        let h = &reg.handle;
+        assert!(h.start_running(running()));
+        assert_eq!(h.kill_query().map(|r| r.backend_thread), Some(7));
+        assert!(!h.kill_query_pending());
+        assert!(h.kill_query_requested.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn kill_query_of_a_waiting_statement_wakes_it_and_keeps_it_off_the_backend() {
+        let registry = Arc::new(Registry::default());
+        let reg = registry.register("h".into(), 1, &CancellationToken::new());
+        let h = reg.handle.clone();
+        let waiter = tokio::spawn({
+            let h = h.clone();
+            async move { h.query_killed().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(h.kill_query().is_none());
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        // Already killed: resolves at once, and the statement never starts.
+        h.query_killed().await;
+        assert!(!h.start_running(running()));
+        assert!(h.running.lock().is_none());
+        // The next command is not concerned.
+        h.new_command();
+        assert!(!h.kill_query_pending());
+        assert!(!h.kill_query_requested.load(Ordering::SeqCst));
+        assert!(h.start_running(running()));
     }
 }

@@ -403,6 +403,7 @@ impl Session {
     /// Publishes the command as running (processlist) and notes which statement command it
     /// counts as.
     pub(crate) fn begin_command(&mut self, cmd: &Command, started: Instant) {
+        self.handle.new_command();
         self.counted = None;
         self.reply_end = None;
         self.cache_hit = false;
@@ -550,6 +551,10 @@ impl Session {
                     _ = self.handle.kill.cancelled() => {
                         self.client.send_err(seq, &connection_killed()).await?;
                         return Err(ClientError::Closed);
+                    }
+                    () = self.handle.query_killed() => {
+                        self.answer_early_kill(seq, None).await?;
+                        return Ok(None);
                     }
                 };
                 match checkout {
@@ -716,16 +721,23 @@ impl Session {
         Ok(true)
     }
 
-    /// Records the statement running on the backend (for KILL QUERY).
-    pub(crate) fn mark_running(&self) {
-        if let Some(b) = &self.backend {
-            *self.handle.running.lock() = Some(Running {
-                server: b.server().clone(),
-                backend_thread: b.conn_ref().connection_id,
-                local: b.conn_ref().local_addr,
-                login: self.login.clone(),
-                kill_queries: b.conn_ref().kill_queries.clone(),
-            });
+    /// The statement on the held connection, as KILL QUERY sees it.
+    pub(crate) fn running_here(&self) -> Option<Running> {
+        self.backend.as_ref().map(|b| Running {
+            server: b.server().clone(),
+            backend_thread: b.conn_ref().connection_id,
+            local: b.conn_ref().local_addr,
+            login: self.login.clone(),
+            kill_queries: b.conn_ref().kill_queries.clone(),
+        })
+    }
+
+    /// Records the statement running on the backend (for KILL QUERY); false when a KILL
+    /// QUERY came for the command before it got there (nothing is recorded).
+    pub(crate) fn mark_running(&self) -> bool {
+        match self.running_here() {
+            Some(r) => self.handle.start_running(r),
+            None => true,
         }
     }
 
@@ -859,6 +871,16 @@ pub(crate) fn pool_error(e: &PoolError) -> ErrInfo {
             "weir is shutting down",
         ),
     }
+}
+
+/// MariaDB's answer to a statement stopped by KILL QUERY; weir's own for one stopped before
+/// it reached a backend (it waited for a connection or for its turn on a pipe).
+pub(crate) fn query_interrupted() -> ErrInfo {
+    ErrInfo::new(
+        errcode::ER_QUERY_INTERRUPTED,
+        "70100",
+        "Query execution was interrupted",
+    )
 }
 
 /// MariaDB's answer to a session killed by KILL (its own, or one that waited for a
