@@ -877,24 +877,10 @@ fn kill_query_of_a_pipelined_statement_waiting_for_its_turn() {
         assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
         c
     };
-    let pipelined = || -> u64 {
-        common::admin::value(
-            &w,
-            "SELECT Variable_Value FROM stats_mysql_global \
-             WHERE Variable_Name = 'Pipelined_statements'",
-        )
-        .parse()
-        .unwrap()
-    };
+    let pipelined = || common::admin::pipelined_statements(&w);
     let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
     // Idle connections in the pool, so that the first statement opens its pipe at once.
-    let mut warm: Vec<RawClient> = (0..4).map(|_| login(Some("weirtest"))).collect();
-    for c in &mut warm {
-        c.send(&query("SELECT SLEEP(0.2)"));
-    }
-    for c in &mut warm {
-        c.read_reply(Expect::ResultSets);
-    }
+    let _warm = common::raw::warm_pool(w.port, 4);
     let mut killer = login(None);
     for _attempt in 0..10 {
         // A statement on a backend: pipes only open while others run.

@@ -1645,24 +1645,10 @@ fn a_kill_meant_for_a_pipelined_statement_stops_no_other_client() {
         assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
         c
     };
-    let pipelined = || -> u64 {
-        value(
-            &w,
-            "SELECT Variable_Value FROM stats_mysql_global \
-             WHERE Variable_Name = 'Pipelined_statements'",
-        )
-        .parse()
-        .unwrap()
-    };
+    let pipelined = || common::admin::pipelined_statements(&w);
     let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
     // Idle connections in the pool, so that the first statement opens its pipe at once.
-    let mut warm: Vec<RawClient> = (0..4).map(|_| login(Some("weirtest"))).collect();
-    for c in &mut warm {
-        c.send(&query("SELECT SLEEP(0.2)"));
-    }
-    for c in &mut warm {
-        c.read_reply(Expect::ResultSets);
-    }
+    let _warm = common::raw::warm_pool(w.port, 4);
     // 6 MB: more than the socket buffers between weir and a client that reads nothing, so
     // weir is still relaying it when the server has sent it all and moved on.
     let first = "SELECT REPEAT('x', 1000) FROM seq_1_to_6000";

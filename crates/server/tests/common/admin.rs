@@ -77,6 +77,17 @@ pub fn value(w: &WeirProcess, sql: &str) -> String {
     rows[0].values().next().cloned().unwrap()
 }
 
+/// `Pipelined_statements` of stats_mysql_global.
+pub fn pipelined_statements(w: &WeirProcess) -> u64 {
+    value(
+        w,
+        "SELECT Variable_Value FROM stats_mysql_global \
+         WHERE Variable_Name = 'Pipelined_statements'",
+    )
+    .parse()
+    .unwrap()
+}
+
 /// Statements weir sent to backends (all servers, all hostgroups).
 pub fn pool_queries(w: &WeirProcess) -> u64 {
     value(

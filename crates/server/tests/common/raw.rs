@@ -166,3 +166,28 @@ impl RawClient {
 pub fn err_code(p: &[u8]) -> Option<u16> {
     (p.first() == Some(&0xff)).then(|| u16::from_le_bytes([p[1], p[2]]))
 }
+
+/// Logs `n` clients in to `port` (schema weirtest), has each run a short statement at the
+/// same time and returns them: the pool then holds `n` idle connections, so that a test's
+/// first statement gets one at once.
+pub fn warm_pool(port: u16, n: usize) -> Vec<RawClient> {
+    let mut warm: Vec<RawClient> = (0..n)
+        .map(|_| {
+            let (c, ok) = RawClient::login(
+                port,
+                weir_testkit::WEIR_USER,
+                weir_testkit::WEIR_PASS,
+                Some("weirtest"),
+            );
+            assert_eq!(ok.first(), Some(&0), "login: {ok:?}");
+            c
+        })
+        .collect();
+    for c in &mut warm {
+        c.send(b"\x03SELECT SLEEP(0.2)");
+    }
+    for c in &mut warm {
+        c.read_reply(Expect::ResultSets);
+    }
+    warm
+}
