@@ -144,11 +144,7 @@ pub async fn handshake(
     let mut proof = resp.auth_response.clone();
     let mut switched = false;
     let stage1 = loop {
-        let secret = match &user.password {
-            Password::Clear(p) => Secret::Clear(p.as_bytes()),
-            Password::NativeHash(h) => Secret::NativeHash(h),
-        };
-        match auth::check(&plugin, &scramble, secret, &proof) {
+        match auth::check(&plugin, &scramble, secret_of(&user), &proof) {
             AuthCheck::Ok(stage1) => {
                 if plugin == CACHING_SHA2_PASSWORD {
                     write_auth_more_data(&mut client.wbuf, seq, &[auth::SHA2_FAST_AUTH_SUCCESS]);
@@ -159,13 +155,7 @@ pub async fn handshake(
             }
             AuthCheck::SwitchTo(p) if !switched => {
                 switched = true;
-                let mut data = scramble.to_vec();
-                data.push(0);
-                write_auth_switch(&mut client.wbuf, seq, p, &data);
-                client.flush_wbuf().await?;
-                let reply = client.read_command(64 * 1024).await?;
-                seq = reply.last_seq.wrapping_add(1);
-                proof = reply.payload().to_vec();
+                (seq, proof) = auth_switch(client, seq, p, &scramble).await?;
                 plugin = p.to_string();
             }
             _ => {
@@ -189,6 +179,30 @@ pub async fn handshake(
         credential,
         next_seq: seq,
     })
+}
+
+/// What a proof for `user` is checked against.
+fn secret_of(user: &User) -> Secret<'_> {
+    match &user.password {
+        Password::Clear(p) => Secret::Clear(p.as_bytes()),
+        Password::NativeHash(h) => Secret::NativeHash(h),
+    }
+}
+
+/// Asks the client to authenticate again with `plugin` over `scramble`; the sequence id of
+/// the next packet to send and the client's answer.
+async fn auth_switch(
+    client: &mut ClientConn,
+    seq: u8,
+    plugin: &str,
+    scramble: &[u8; 20],
+) -> Result<(u8, Vec<u8>), ClientError> {
+    let mut data = scramble.to_vec();
+    data.push(0);
+    write_auth_switch(&mut client.wbuf, seq, plugin, &data);
+    client.flush_wbuf().await?;
+    let reply = client.read_command(64 * 1024).await?;
+    Ok((reply.last_seq.wrapping_add(1), reply.payload().to_vec()))
 }
 
 /// The secret to log in to backends as `user`.
@@ -232,13 +246,9 @@ pub async fn change_user(
     let mut switched = false;
     let user = runtime.frontend_users.get(username).cloned();
     loop {
-        let verdict = user.as_ref().map(|u| {
-            let secret = match &u.password {
-                Password::Clear(p) => Secret::Clear(p.as_bytes()),
-                Password::NativeHash(h) => Secret::NativeHash(h),
-            };
-            auth::check(&plugin, &scramble, secret, &proof)
-        });
+        let verdict = user
+            .as_ref()
+            .map(|u| auth::check(&plugin, &scramble, secret_of(u), &proof));
         match (verdict, &user) {
             (Some(AuthCheck::Ok(stage1)), Some(user)) => {
                 if plugin == CACHING_SHA2_PASSWORD {
@@ -257,13 +267,7 @@ pub async fn change_user(
                     Some(AuthCheck::SwitchTo(p)) => p,
                     _ => NATIVE_PASSWORD,
                 };
-                let mut data = scramble.to_vec();
-                data.push(0);
-                write_auth_switch(&mut client.wbuf, seq, to, &data);
-                client.flush_wbuf().await?;
-                let reply = client.read_command(64 * 1024).await?;
-                seq = reply.last_seq.wrapping_add(1);
-                proof = reply.payload().to_vec();
+                (seq, proof) = auth_switch(client, seq, to, &scramble).await?;
                 plugin = to.to_string();
             }
             _ => {
