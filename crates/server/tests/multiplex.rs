@@ -2064,3 +2064,74 @@ fn a_cursor_read_to_the_end_lets_the_connection_go() {
     let r = a.command(&fetch, Expect::Fetch);
     assert_eq!(r.len(), 6, "{r:?}");
 }
+
+/// The values each client reads in [`evaluated_set_run`].
+const EVALUATED_VARS: &str =
+    "SELECT @@sql_mode, @@session_track_system_variables, @@time_zone, @@sql_select_limit";
+
+async fn evaluated_vars(c: &mut Conn) -> Vec<Option<String>> {
+    let row: mysql_async::Row = c.query_first(EVALUATED_VARS).await.unwrap().unwrap();
+    row.unwrap().iter().map(text).collect()
+}
+
+/// Two clients on one connection (through weir), one setting variables to expressions of
+/// their current values, the other to literals; what each reads at every step.
+async fn evaluated_set_run(port: u16, weir: Option<&WeirProcess>) -> Vec<Vec<Option<String>>> {
+    let opts = || opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let mut a = Conn::new(opts()).await.unwrap();
+    let mut b = Conn::new(opts()).await.unwrap();
+    let held = || weir.map_or(0, |w| pool_use(w).0);
+    let mut seen = Vec::new();
+    for set in [
+        // MariaDB Connector/J 3.5 sends these two at every connect.
+        "set sql_mode=CONCAT(@@sql_mode,',ANSI_QUOTES')",
+        "set session_track_system_variables=CONCAT(@@global.session_track_system_variables,',sql_mode')",
+        "SET time_zone = IF(@@time_zone = 'SYSTEM', '+03:00', '-01:00'), sql_select_limit = 10 * 5",
+    ] {
+        a.query_drop(set).await.unwrap();
+        assert_eq!(held(), 0, "{set} holds no connection");
+    }
+    b.query_drop("SET sql_mode = 'TRADITIONAL', time_zone = '+05:00'")
+        .await
+        .unwrap();
+    seen.push(evaluated_vars(&mut b).await);
+    seen.push(evaluated_vars(&mut a).await);
+    // Evaluated on a connection b left in its own state: from a's values, not b's.
+    a.query_drop("SET sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')")
+        .await
+        .unwrap();
+    seen.push(evaluated_vars(&mut b).await);
+    seen.push(evaluated_vars(&mut a).await);
+    let concat: Option<String> = a.query_first("SELECT 'x' || 'y'").await.unwrap();
+    seen.push(vec![concat]);
+    for conn in [a, b] {
+        conn.disconnect().await.unwrap();
+    }
+    seen
+}
+
+/// A SET whose values are expressions (MariaDB Connector/J 3.5 connects with two) is run once,
+/// its results read back and replayed as literals wherever the client goes next: it no longer
+/// pins. An expression that could change more than the variable still does.
+#[tokio::test]
+async fn a_set_of_expressions_is_read_back_not_pinned() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = evaluated_set_run(topo().primary.port, None).await;
+    assert!(
+        direct[1][0].as_deref().unwrap().contains("ANSI_QUOTES"),
+        "{direct:?}"
+    );
+    assert_eq!(direct[4], vec![Some("xy".to_owned())]);
+    let through_weir = evaluated_set_run(w.port, Some(&w)).await;
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+
+    let mut p = connect(&w, Some("weirtest")).await;
+    p.query_drop("SET sql_select_limit = LAST_INSERT_ID(7)")
+        .await
+        .unwrap();
+    assert_eq!(
+        pool_use(&w).0,
+        1,
+        "LAST_INSERT_ID(n) changes more than the variable"
+    );
+}

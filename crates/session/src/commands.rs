@@ -464,6 +464,7 @@ impl Session {
             if outcome.error.is_none() && outcome.warnings == 0 {
                 self.resolve_database_charset().await;
             }
+            let pins = pins | self.read_back(outcome).await;
             self.after_reply(outcome, pins, use_schema);
         }
         Ok(outcome)

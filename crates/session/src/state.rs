@@ -12,6 +12,7 @@
 //! follow, a user variable assigned outside SET, an open cursor, a rule's multiplex=0.
 
 use crate::client::ClientError;
+use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Session};
 use weir_backend::{BackendConn, BackendError};
 use weir_pool::PoolKey as LoginKey;
@@ -22,6 +23,9 @@ use weir_sql::{Assignment, LockCall, SessionVars, SetEffect, TextPrepare};
 pub(crate) struct Effects {
     /// Tracked SET assignments.
     pub(crate) set: Option<Vec<Assignment>>,
+    /// Variables a SET gave the value of an expression: read back once it ran
+    /// ([`Session::read_back`]).
+    pub(crate) read_back: Vec<weir_sql::ReadBack>,
     /// UNLOCK TABLES.
     pub(crate) unlock_tables: bool,
     /// A named text PREPARE created or dropped.
@@ -52,6 +56,7 @@ impl Effects {
     /// Whether the statement changes nothing weir follows.
     pub(crate) fn is_none(&self) -> bool {
         self.set.is_none()
+            && self.read_back.is_empty()
             && !self.unlock_tables
             && self.text_prepare.is_none()
             && self.locks.is_empty()
@@ -103,11 +108,23 @@ impl Session {
                     pins &= !(Pin::SET | Pin::USER_VARIABLE);
                     fx.set = Some(a);
                 }
+                // Evaluated on the server, once: what else the statement reads or does must
+                // not be one of the things that pin by themselves.
+                SetEffect::Evaluated(a, reads)
+                    if pins == Pin::SET
+                        && !scan.reads_last_insert_id
+                        && !scan.reads_previous_result
+                        && !scan.sequence_write =>
+                {
+                    pins = 0;
+                    fx.set = Some(a);
+                    fx.read_back = reads;
+                }
                 SetEffect::NextTransaction => {
                     pins &= !Pin::SET;
                     pins |= crate::pins::NEXT_TRANSACTION;
                 }
-                SetEffect::Untracked => {}
+                SetEffect::Evaluated(..) | SetEffect::Untracked => {}
             }
         }
         if pins & Pin::USER_LOCK != 0 {
@@ -184,6 +201,53 @@ impl Session {
         self.hold_next = false;
         self.hold_until = None;
         self.prepared.clear();
+    }
+
+    /// Reads back, on the connection that just ran it, what a SET with expressions gave the
+    /// variables weir follows, so that they replay as literals elsewhere. Returns the pins
+    /// left: [`weir_sql::Pin::SET`] when the values could not be read (or the SET left
+    /// warnings, which a read would clear): the session then keeps the connection.
+    pub(crate) async fn read_back(&mut self, outcome: &ReplyOutcome) -> u32 {
+        let reads = std::mem::take(&mut self.effects.read_back);
+        if reads.is_empty() || outcome.error.is_some() {
+            return 0;
+        }
+        let Some(b) = self.backend.as_mut() else {
+            return 0;
+        };
+        if outcome.warnings > 0 {
+            return weir_sql::Pin::SET;
+        }
+        let read = match b
+            .conn()
+            .query_rows(&weir_sql::ReadBack::query(&reads))
+            .await
+        {
+            Ok(rows) => rows.rows.into_iter().next(),
+            Err(e) => {
+                // The next statement finds out whether the connection is usable.
+                tracing::debug!(error = %e, "an evaluated SET was not read back");
+                None
+            }
+        };
+        let assignments: Option<Vec<Assignment>> = read.and_then(|row| {
+            (row.len() == reads.len()).then_some(())?;
+            reads
+                .iter()
+                .zip(&row)
+                .map(|(r, v)| r.assignment(v.as_deref()))
+                .collect()
+        });
+        match assignments {
+            Some(a) => {
+                self.effects.set.get_or_insert_with(Vec::new).extend(a);
+                0
+            }
+            None => {
+                tracing::debug!("a variable set by an expression cannot be followed");
+                weir_sql::Pin::SET
+            }
+        }
     }
 
     /// Brings the held connection's variables (and LAST_INSERT_ID() when the statement reads

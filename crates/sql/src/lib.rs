@@ -21,5 +21,5 @@ pub use command::SqlCommand;
 pub use digest::{digest_into, format_digest, format_digest_into, parse_digest, DigestOptions};
 pub use locks::{lock_calls, LockCall};
 pub use scan::{scan, Pin, QueryScan, StatementKind, TextPrepare};
-pub use set::{parse_set, Assignment, SetEffect, Slot, DATABASE_CHARSET};
+pub use set::{parse_set, Assignment, ReadBack, SetEffect, Slot, DATABASE_CHARSET};
 pub use vars::{SessionVars, SyncContext};

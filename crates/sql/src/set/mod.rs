@@ -18,6 +18,11 @@ use lex::{Scope, Tok};
 pub enum SetEffect {
     /// Every assignment is followed (possibly none, e.g. SET GLOBAL, SET PASSWORD): apply them.
     Tracked(Vec<Assignment>),
+    /// Every assignment is to a followed variable, but some values are expressions
+    /// (`sql_mode = CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')`): only the server can compute
+    /// them. Once the SET ran, weir reads the variables back ([`ReadBack::query`]) and follows
+    /// the values it read as literals; the literal assignments apply as for `Tracked`.
+    Evaluated(Vec<Assignment>, Vec<ReadBack>),
     /// `SET TRANSACTION ...` without SESSION/GLOBAL: applies to the next transaction only.
     NextTransaction,
     /// Something weir cannot follow: the session must keep its connection.
@@ -32,6 +37,61 @@ pub struct Assignment {
     /// The value as SQL text to replay; None puts the slot back to the connection's default
     /// (a NULL user variable reads the same as an unset one).
     pub value: Option<Box<str>>,
+}
+
+/// A followed system variable a SET gave the value of an expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBack {
+    /// Where the value read goes.
+    pub slot: Slot,
+    /// The name the SET used, which the server knows (the slot's replay name may be chosen
+    /// later, by server version).
+    pub name: &'static str,
+}
+
+impl ReadBack {
+    /// The statement that reads every variable of `reads` back, one column each, in order.
+    pub fn query(reads: &[ReadBack]) -> String {
+        let mut q = String::from("SELECT ");
+        for (i, r) in reads.iter().enumerate() {
+            if i > 0 {
+                q.push_str(", ");
+            }
+            q.push_str("@@session.");
+            q.push_str(r.name);
+        }
+        q
+    }
+
+    /// The assignment that gives another connection the value read back (text protocol,
+    /// None for SQL NULL); None when weir cannot write that value as a literal it is sure
+    /// of: the session must then keep its connection.
+    pub fn assignment(&self, value: Option<&str>) -> Option<Assignment> {
+        let Slot::System { key, name } = self.slot else {
+            return None;
+        };
+        let raw = match value {
+            None => Raw::Word("NULL"),
+            Some(v) if is_plain_number(v) => Raw::Number(v.to_owned()),
+            // A backslash means something else under NO_BACKSLASH_ESCAPES; a control byte
+            // is no value a followed variable takes.
+            Some(v) if v.bytes().any(|b| b == b'\\' || b < b' ') => return None,
+            Some(v) => Raw::Str(None, v),
+        };
+        let value = system_value(key, name, &raw)?;
+        Some(Assignment {
+            slot: self.slot.clone(),
+            value,
+        })
+    }
+}
+
+/// `-?digits(.digits)?`: how the server shows a numeric variable.
+fn is_plain_number(v: &str) -> bool {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, "0"));
+    let all = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    all(int) && all(frac)
 }
 
 /// A piece of session state that one assignment sets.
@@ -118,7 +178,34 @@ fn parse(stmt: &[u8]) -> Option<SetEffect> {
         });
     }
     p.pos = start;
-    p.list().map(SetEffect::Tracked)
+    let mut reads = Vec::new();
+    let assignments = p.list(&mut reads)?;
+    if reads.is_empty() {
+        return Some(SetEffect::Tracked(assignments));
+    }
+    // A value read back is the variable's last, whatever the order of the assignments: with
+    // two to one variable (or to two names of one value, or to charsets NAMES also sets) the
+    // order of replay could not be told.
+    let mut keys: Vec<&str> = assignments
+        .iter()
+        .map(|a| &a.slot)
+        .chain(reads.iter().map(|r| &r.slot))
+        .filter_map(|slot| match slot {
+            Slot::System { key, .. } => Some(*key),
+            Slot::User(_) => None,
+        })
+        .collect();
+    let all = keys.len();
+    keys.sort_unstable();
+    keys.dedup();
+    // Charsets are replayed together (`SET NAMES` sets three): an evaluated one stays alone.
+    let charsets = keys
+        .iter()
+        .any(|k| k.starts_with("character_set") || k.starts_with("collation"));
+    if keys.len() != all || (charsets && keys.len() > 1) {
+        return None;
+    }
+    Some(SetEffect::Evaluated(assignments, reads))
 }
 
 /// A value as the grammar sees it, before the variable it goes to decides what it may be.
@@ -254,7 +341,7 @@ impl<'t, 'a> Parser<'t, 'a> {
     }
 
     /// `item [, item]...`, where a scope keyword holds until the next one.
-    fn list(&mut self) -> Option<Vec<Assignment>> {
+    fn list(&mut self, reads: &mut Vec<ReadBack>) -> Option<Vec<Assignment>> {
         let mut out = Vec::new();
         let mut scope = Scope::Session;
         loop {
@@ -281,10 +368,10 @@ impl<'t, 'a> Parser<'t, 'a> {
                     });
                 }
                 Tok::SysVar(at_scope, name) if bare => {
-                    self.system(at_scope.unwrap_or(Scope::Session), name, &mut out)?
+                    self.system(at_scope.unwrap_or(Scope::Session), name, &mut out, reads)?
                 }
-                Tok::Word(name) => self.system(scope, name, &mut out)?,
-                Tok::Ident(name) => self.system(scope, name, &mut out)?,
+                Tok::Word(name) => self.system(scope, name, &mut out, reads)?,
+                Tok::Ident(name) => self.system(scope, name, &mut out, reads)?,
                 _ => return None,
             }
             if !self.eat_punct(b',') {
@@ -322,22 +409,64 @@ impl<'t, 'a> Parser<'t, 'a> {
         })
     }
 
-    /// `name = value` for a system variable.
-    fn system(&mut self, scope: Scope, name: &str, out: &mut Vec<Assignment>) -> Option<()> {
+    /// `name = value` for a system variable. A value weir cannot store as written (an
+    /// expression, a variable, a word it does not know for that variable) is left to the
+    /// server and read back after the SET.
+    fn system(
+        &mut self,
+        scope: Scope,
+        name: &str,
+        out: &mut Vec<Assignment>,
+        reads: &mut Vec<ReadBack>,
+    ) -> Option<()> {
         self.assign_op()?;
-        let value = self.value()?;
+        let start = self.pos;
+        let value = self.value();
+        let alone = matches!(self.peek(), None | Some(Tok::Punct(b',')));
         if scope == Scope::Global {
             // Changes the server, not this session; a variable reference is refused all the
             // same, as it is one step from an expression.
-            return (!matches!(value, Raw::System(..))).then_some(());
+            return (alone && !matches!(value, None | Some(Raw::System(..)))).then_some(());
         }
-        let (key, name) = table::lookup(name)?;
-        let value = system_value(key, name, &value)?;
-        out.push(Assignment {
-            slot: Slot::System { key, name },
-            value,
+        let (written, key, replay) = table::lookup(name)?;
+        let slot = Slot::System { key, name: replay };
+        if let (Some(raw), true) = (&value, alone) {
+            if let Some(value) = system_value(key, replay, raw) {
+                out.push(Assignment { slot, value });
+                return Some(());
+            }
+        }
+        self.pos = start;
+        self.expression()?;
+        reads.push(ReadBack {
+            slot,
+            name: written,
         });
         Some(())
+    }
+
+    /// Skips a value expression up to the `,` that ends the assignment, refusing anything
+    /// that could change more than the variable: `:=`, and a call that is not a known pure
+    /// built-in ([`table::is_pure_call`]).
+    fn expression(&mut self) -> Option<()> {
+        let start = self.pos;
+        let mut depth = 0usize;
+        while let Some(t) = self.peek() {
+            let call = self.toks.get(self.pos + 1) == Some(&Tok::Punct(b'('));
+            // `db.f(`: a stored function, whatever its name.
+            let qualified = self.pos > 0 && self.toks.get(self.pos - 1) == Some(&Tok::Punct(b'.'));
+            match t {
+                Tok::Punct(b'(') => depth += 1,
+                Tok::Punct(b')') => depth = depth.checked_sub(1)?,
+                Tok::Punct(b',') if depth == 0 => break,
+                Tok::Assign => return None,
+                Tok::Word(w) if call && (qualified || !table::is_pure_call(w)) => return None,
+                Tok::Ident(_) if call => return None,
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        (depth == 0 && self.pos > start).then_some(())
     }
 
     /// A charset or collation name after NAMES, CHARACTER SET or COLLATE.

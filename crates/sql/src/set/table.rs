@@ -61,6 +61,7 @@ const PLAIN: &[&str] = &[
     "max_length_for_sort_data",
     "optimizer_prune_level",
     "sql_require_primary_key",
+    "session_track_system_variables",
 ];
 
 /// `(name as written in SET, slot key, name to replay with)` for variables that share a value
@@ -77,18 +78,80 @@ const ALIASED: &[(&str, &str, &str)] = &[
     ("transaction_read_only", "transaction_read_only", ""),
 ];
 
-/// The (slot key, replay name) of a tracked session variable, by name in any case.
-pub(super) fn lookup(name: &str) -> Option<(&'static str, &'static str)> {
+/// The (name, slot key, replay name) of a tracked session variable, by name in any case.
+pub(super) fn lookup(name: &str) -> Option<(&'static str, &'static str, &'static str)> {
     ALIASED
         .iter()
         .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
-        .map(|&(_, key, replay)| (key, replay))
+        .copied()
         .or_else(|| {
             PLAIN
                 .iter()
                 .find(|n| n.eq_ignore_ascii_case(name))
-                .map(|&n| (n, n))
+                .map(|&n| (n, n, n))
         })
+}
+
+/// Functions (and keywords met before a parenthesis) an evaluated SET value may use: built-ins
+/// that change nothing but their result. Anything else followed by `(` may be a stored
+/// function, which could change state weir does not see, or a function with an effect
+/// (GET_LOCK, LAST_INSERT_ID(n), NEXTVAL, ...).
+const PURE: &[&str] = &[
+    "CONCAT",
+    "CONCAT_WS",
+    "REPLACE",
+    "REGEXP_REPLACE",
+    "IF",
+    "IFNULL",
+    "NULLIF",
+    "COALESCE",
+    "LOWER",
+    "UPPER",
+    "LCASE",
+    "UCASE",
+    "TRIM",
+    "LTRIM",
+    "RTRIM",
+    "SUBSTRING",
+    "SUBSTR",
+    "SUBSTRING_INDEX",
+    "LEFT",
+    "RIGHT",
+    "LENGTH",
+    "CHAR_LENGTH",
+    "LOCATE",
+    "INSTR",
+    "FIND_IN_SET",
+    "GREATEST",
+    "LEAST",
+    "CAST",
+    "CONVERT",
+    "CHAR",
+    "BINARY",
+    "DECIMAL",
+    "ABS",
+    "ROUND",
+    "FLOOR",
+    "CEIL",
+    "CEILING",
+    "MOD",
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "IN",
+    "EXISTS",
+    "AND",
+    "OR",
+    "NOT",
+    "XOR",
+    "WHEN",
+    "THEN",
+    "ELSE",
+];
+
+/// Whether `word(` is allowed in an evaluated SET value (see [`PURE`]).
+pub(super) fn is_pure_call(word: &str) -> bool {
+    PURE.iter().any(|n| n.eq_ignore_ascii_case(word))
 }
 
 /// Keywords that MySQL evaluates as functions without parentheses: as a value they would be
@@ -126,7 +189,7 @@ mod tests {
         for (i, (name, key, replay)) in all.iter().enumerate() {
             assert_eq!(*name, name.to_ascii_lowercase());
             assert_eq!(*key, key.to_ascii_lowercase());
-            assert!(replay.is_empty() || lookup(replay) == Some((key, replay)));
+            assert!(replay.is_empty() || lookup(replay) == Some((replay, key, replay)));
             assert!(all[i + 1..].iter().all(|(n, _, _)| n != name), "{name}");
         }
     }

@@ -30,6 +30,20 @@ fn tracked(q: &str) -> Vec<Assignment> {
     }
 }
 
+fn evaluated(q: &str) -> (Vec<Assignment>, Vec<ReadBack>) {
+    match parse_set(q.as_bytes()) {
+        SetEffect::Evaluated(a, r) => (a, r),
+        other => panic!("{q}: {other:?}"),
+    }
+}
+
+fn read(name: &'static str) -> ReadBack {
+    ReadBack {
+        slot: Slot::System { key: name, name },
+        name,
+    }
+}
+
 fn untracked(q: &str) {
     assert_eq!(parse_set(q.as_bytes()), SetEffect::Untracked, "{q}");
 }
@@ -165,10 +179,15 @@ fn autocommit_is_normalized() {
             value: None
         }]
     );
-    untracked("SET autocommit=2");
-    untracked("SET autocommit='1'");
-    untracked("SET autocommit=yes");
-    untracked("SET autocommit=1.0");
+    // What weir does not know for autocommit is the server's to accept or refuse.
+    for q in [
+        "SET autocommit=2",
+        "SET autocommit='1'",
+        "SET autocommit=yes",
+        "SET autocommit=1.0",
+    ] {
+        assert_eq!(evaluated(q), (vec![], vec![read("autocommit")]), "{q}");
+    }
 }
 
 #[test]
@@ -257,8 +276,14 @@ fn names_and_charset() {
     untracked("SET CHARSET DEFAULT");
     untracked("SET SESSION NAMES utf8");
     untracked("SET NAMES = utf8");
-    untracked("SET collation_connection = @@character_set_database");
-    untracked("SET character_set_client = @@character_set_database");
+    assert_eq!(
+        evaluated("SET collation_connection = @@character_set_database"),
+        (vec![], vec![read("collation_connection")])
+    );
+    assert_eq!(
+        evaluated("SET character_set_client = @@character_set_database"),
+        (vec![], vec![read("character_set_client")])
+    );
 }
 
 #[test]
@@ -346,8 +371,6 @@ fn statements_without_session_effect() {
 #[test]
 fn untracked_forms() {
     for q in [
-        "SET sql_mode=CONCAT(@@sql_mode,',X')",
-        "SET sql_mode=@@global.sql_mode",
         "SET sql_log_bin=0",
         "SET timestamp=1",
         "SET insert_id=5",
@@ -368,24 +391,147 @@ fn untracked_forms() {
         "SET sql_mode",
         "SET sql_mode=",
         "SET sql_mode='',",
-        "SET sql_mode='' garbage",
         "SELECT 1",
-        "SET time_zone = CURRENT_TIMESTAMP",
-        "SET sql_mode = `ANSI`",
-        "SET sql_select_limit = - - 1",
         "SET sql_select_limit = 1e",
-        "SET sql_mode = N'x'",
-        "SET sql_mode = 'x' COLLATE utf8mb4_bin",
         "SET @@foo.sql_mode = 1",
         "SET myisam.key_buffer_size = 1",
-        "SET optimizer_switch = 'a=on,a=off'",
-        "SET optimizer_switch = 'a=on, b=off'",
-        "SET optimizer_switch = on",
         "",
         ";",
     ] {
         untracked(q);
     }
+}
+
+#[test]
+fn expressions_are_left_to_the_server_and_read_back() {
+    // Connector/J 3.5's connect-time SETs, and the ORMs' usual ones.
+    for q in [
+        "SET sql_mode=CONCAT(@@sql_mode,',X')",
+        "set sql_mode=concat(@@sql_mode,',STRICT_TRANS_TABLES')",
+        "SET sql_mode=@@global.sql_mode",
+        "SET SESSION sql_mode = (SELECT REPLACE(@@sql_mode,'ONLY_FULL_GROUP_BY',''))",
+        "SET sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_ZERO_DATE', ''), ',,', ',')",
+        "SET sql_mode = IF(@@sql_mode = '', 'ANSI', CONCAT(@@sql_mode, ',ANSI'))",
+        "SET sql_mode = `ANSI`",
+        "SET sql_mode = 'x' COLLATE utf8mb4_bin",
+        "SET @@session.sql_mode := @old_mode",
+    ] {
+        assert_eq!(evaluated(q), (vec![], vec![read("sql_mode")]), "{q}");
+    }
+    assert_eq!(
+        evaluated("SET session_track_system_variables=CONCAT(@@global.session_track_system_variables,',redirect_url')"),
+        (vec![], vec![read("session_track_system_variables")])
+    );
+    assert_eq!(
+        evaluated("SET time_zone = CURRENT_TIMESTAMP"),
+        (vec![], vec![read("time_zone")])
+    );
+    assert_eq!(
+        evaluated("SET sql_select_limit = - - 1"),
+        (vec![], vec![read("sql_select_limit")])
+    );
+    for q in [
+        "SET optimizer_switch = 'a=on,a=off'",
+        "SET optimizer_switch = 'a=on, b=off'",
+        "SET optimizer_switch = on",
+    ] {
+        assert_eq!(
+            evaluated(q),
+            (vec![], vec![read("optimizer_switch")]),
+            "{q}"
+        );
+    }
+    // Literal assignments beside an expression are followed as written.
+    assert_eq!(
+        evaluated("SET time_zone = '+00:00', sql_mode = CONCAT(@@sql_mode, ',ANSI'), @a = 1, GLOBAL wait_timeout = 5"),
+        (
+            vec![var("time_zone", "'+00:00'"), user("a", Some("1"))],
+            vec![read("sql_mode")]
+        )
+    );
+    // The name read back is the one the server accepted; the slot is shared.
+    assert_eq!(
+        evaluated("SET tx_isolation = @@global.tx_isolation"),
+        (
+            vec![],
+            vec![ReadBack {
+                slot: ISOLATION,
+                name: "tx_isolation"
+            }]
+        )
+    );
+}
+
+#[test]
+fn expressions_that_could_change_more_are_untracked() {
+    for q in [
+        // Side effects weir would not see.
+        "SET sql_mode = (@m := 'ANSI')",
+        "SET sql_mode = IF(GET_LOCK('x', 0), 'ANSI', '')",
+        "SET sql_select_limit = LAST_INSERT_ID(5)",
+        "SET sql_select_limit = NEXTVAL(s)",
+        "SET sql_mode = my_function()",
+        "SET sql_mode = mydb.CONCAT('a')",
+        "SET sql_mode = `concat`('a')",
+        "SET sql_mode = (SELECT f(1))",
+        // Unbalanced or empty.
+        "SET sql_mode = CONCAT('a'",
+        "SET sql_mode = 'a')",
+        // Two assignments to one value, in an order a replay could not tell.
+        "SET sql_mode = CONCAT(@@sql_mode, ',A'), sql_mode = 'B'",
+        "SET tx_isolation = @@global.tx_isolation, transaction_isolation = 'SERIALIZABLE'",
+        "SET character_set_connection = @@character_set_client, collation_connection = 'utf8mb4_bin'",
+        "SET NAMES utf8mb4, character_set_results = @@character_set_client",
+        "SET character_set_client = @@character_set_results, time_zone = '+00:00'",
+        // A GLOBAL expression, and untracked variables.
+        "SET GLOBAL sql_mode = CONCAT(@@sql_mode, ',A')",
+        "SET sql_log_bin = IF(1, 0, 1)",
+        "SET sql_mode = N'x'",
+        "SET sql_mode = CONCAT(@@sql_mode, ',A'), @a = NOW()",
+    ] {
+        untracked(q);
+    }
+}
+
+#[test]
+fn values_read_back_are_followed_as_literals() {
+    let sql_mode = read("sql_mode");
+    assert_eq!(
+        sql_mode.assignment(Some("STRICT_TRANS_TABLES,ANSI")),
+        Some(var("sql_mode", "'STRICT_TRANS_TABLES,ANSI'"))
+    );
+    assert_eq!(sql_mode.assignment(Some("")), Some(var("sql_mode", "''")));
+    assert_eq!(
+        sql_mode.assignment(Some("it's")),
+        Some(var("sql_mode", "'it''s'"))
+    );
+    assert_eq!(sql_mode.assignment(Some("a\\b")), None);
+    assert_eq!(sql_mode.assignment(Some("a\nb")), None);
+    assert_eq!(
+        read("sql_select_limit").assignment(Some("18446744073709551615")),
+        Some(var("sql_select_limit", "18446744073709551615"))
+    );
+    assert_eq!(
+        read("long_query_time").assignment(Some("10.000000")),
+        Some(var("long_query_time", "10.000000"))
+    );
+    assert_eq!(
+        read("character_set_results").assignment(None),
+        Some(var("character_set_results", "NULL"))
+    );
+    assert_eq!(
+        read("autocommit").assignment(Some("0")),
+        Some(var("autocommit", "0"))
+    );
+    assert_eq!(read("autocommit").assignment(Some("2")), None);
+    assert_eq!(
+        read("optimizer_switch").assignment(Some("mrr=off,index_merge=on")),
+        Some(var("optimizer_switch", "'mrr=off,index_merge=on'"))
+    );
+    assert_eq!(
+        ReadBack::query(&[read("sql_mode"), read("time_zone")]),
+        "SELECT @@session.sql_mode, @@session.time_zone"
+    );
 }
 
 #[test]
