@@ -127,7 +127,9 @@ pub struct BackendConn {
     pub capabilities: u32,
     /// Schema in use, as far as weir knows.
     pub schema: Option<String>,
-    /// Collation set at handshake.
+    /// The collation its charset variables start from when [`BackendConn::vars`] holds none:
+    /// the handshake's, then that of each session that brought the connection to its own
+    /// (`SET NAMES`).
     pub collation: u8,
     /// Status flags of the last reply.
     pub status: u16,

@@ -2,8 +2,11 @@
 //! weight, check a connection out for a statement, take it back when it is clean.
 //!
 //! The pool never parses SQL and never sees clients. Connections are pooled per
-//! [`PoolKey`] (user, correctness-relevant capabilities, collation), because a connection
-//! authenticated as one user with one set of protocol options can only serve the same.
+//! [`PoolKey`] (user, correctness-relevant capabilities), because a connection authenticated as
+//! one user with one set of protocol options can only serve the same. The collation a
+//! connection's handshake asked for is not part of the key: a statement can bring it to
+//! another (`SET NAMES`), so a checkout prefers a connection with the client's collation and
+//! takes one with another rather than opening a new one.
 #![forbid(unsafe_code)]
 
 mod server;
@@ -29,8 +32,6 @@ pub struct PoolKey {
     pub username: Arc<str>,
     /// Capabilities from `weir_backend::CORRECTNESS_CAPS`.
     pub capabilities: u32,
-    /// Collation id set at handshake.
-    pub collation: u8,
 }
 
 /// How to log in when a new connection must be opened for a [`PoolKey`].
@@ -42,6 +43,9 @@ pub struct LoginTemplate {
     pub credential: Credential,
     /// Schema to select at handshake.
     pub schema: Option<String>,
+    /// Collation id of the client's handshake: a new connection's handshake asks for it, and
+    /// idle connections with it are taken first.
+    pub collation: u8,
 }
 
 /// Timeouts and limits the pool applies; replaced live on LOAD MYSQL VARIABLES.
@@ -61,6 +65,10 @@ pub struct PoolSettings {
     pub shun_on_failures: u32,
     /// How long such a server stays shunned (mysql-shun_recovery_time_sec).
     pub shun_recovery_time: Duration,
+    /// Whether a connection whose charsets start at this collation id can be brought to
+    /// another, and one of another brought to it: only then does a checkout take an idle
+    /// connection of a collation other than the client's. Never, by default.
+    pub collation_portable: fn(u8) -> bool,
 }
 
 impl Default for PoolSettings {
@@ -73,6 +81,7 @@ impl Default for PoolSettings {
             ping_interval: Duration::from_millis(120_000),
             shun_on_failures: 5,
             shun_recovery_time: Duration::from_secs(10),
+            collation_portable: |_| false,
         }
     }
 }
@@ -425,7 +434,8 @@ impl Pool {
                 }
             };
             let idle = if reuse {
-                server.take_idle(&login.key)
+                let portable = settings.collation_portable;
+                server.take_idle(&login.key, login.collation, portable)
             } else {
                 None
             };
@@ -452,7 +462,7 @@ impl Pool {
                 username: login.key.username.to_string(),
                 credential: login.credential.clone(),
                 schema: login.schema.clone(),
-                collation: login.key.collation,
+                collation: login.collation,
                 capabilities: login.key.capabilities,
                 connect_timeout: settings.connect_timeout,
             };

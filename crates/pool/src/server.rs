@@ -440,16 +440,39 @@ impl ServerState {
         }
     }
 
-    pub(crate) fn take_idle(&self, key: &PoolKey) -> Option<Box<BackendConn>> {
+    /// An idle connection for `key`, one whose charsets start at `collation` if there is one,
+    /// else one whose charsets can be brought there (both `portable`): that costs the session
+    /// a `SET NAMES`, which is cheaper than a new connection.
+    pub(crate) fn take_idle(
+        &self,
+        key: &PoolKey,
+        collation: u8,
+        portable: fn(u8) -> bool,
+    ) -> Option<Box<BackendConn>> {
         let n = self.idle.len();
         let own = crate::worker::current() % n;
-        for k in 0..n {
-            let mut idle = self.idle[(own + k) % n].lock();
-            if let Some(pos) = idle.iter().rposition(|i| &i.key == key) {
-                let item = idle.swap_remove(pos);
-                self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
-                let _ = item.since;
-                return Some(item.conn);
+        let passes: &[bool] = if portable(collation) {
+            &[true, false]
+        } else {
+            &[true]
+        };
+        for &same_collation in passes {
+            for k in 0..n {
+                let mut idle = self.idle[(own + k) % n].lock();
+                let found = idle.iter().rposition(|i| {
+                    &i.key == key
+                        && if same_collation {
+                            i.conn.collation == collation
+                        } else {
+                            portable(i.conn.collation)
+                        }
+                });
+                if let Some(pos) = found {
+                    let item = idle.swap_remove(pos);
+                    self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
+                    let _ = item.since;
+                    return Some(item.conn);
+                }
             }
         }
         None

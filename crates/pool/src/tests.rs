@@ -18,10 +18,10 @@ fn login() -> LoginTemplate {
         key: PoolKey {
             username: "u".into(),
             capabilities: 0,
-            collation: 45,
         },
         credential: Credential::Clear("p".into()),
         schema: None,
+        collation: 45,
     }
 }
 

@@ -2066,8 +2066,8 @@ fn a_cursor_read_to_the_end_lets_the_connection_go() {
 }
 
 /// The values each client reads in [`evaluated_set_run`].
-const EVALUATED_VARS: &str =
-    "SELECT @@sql_mode, @@session_track_system_variables, @@time_zone, @@sql_select_limit";
+const EVALUATED_VARS: &str = "SELECT @@sql_mode, @@session_track_system_variables, @@time_zone, \
+     @@sql_select_limit, @@session_track_schema, @@character_set_client";
 
 async fn evaluated_vars(c: &mut Conn) -> Vec<Option<String>> {
     let row: mysql_async::Row = c.query_first(EVALUATED_VARS).await.unwrap().unwrap();
@@ -2083,15 +2083,17 @@ async fn evaluated_set_run(port: u16, weir: Option<&WeirProcess>) -> Vec<Vec<Opt
     let held = || weir.map_or(0, |w| pool_use(w).0);
     let mut seen = Vec::new();
     for set in [
-        // MariaDB Connector/J 3.5 sends these two at every connect.
+        // What MariaDB Connector/J 3.5.7 and 3.5.11 send at every connect, verbatim.
+        "set sql_mode=CONCAT(@@sql_mode,',STRICT_TRANS_TABLES'),session_track_system_variables = CONCAT(@@global.session_track_system_variables,',tx_isolation'),NAMES utf8mb4",
+        "set sql_mode=CONCAT(@@sql_mode,',STRICT_TRANS_TABLES'),session_track_system_variables=CONCAT('autocommit,character_set_client,character_set_connection,character_set_results,time_zone,tx_isolation',IF(LOCATE('*',@@session_track_system_variables)>0 OR FIND_IN_SET('last_gtid',LOWER(REPLACE(@@session_track_system_variables,' ','')))>0,',last_gtid','')),session_track_schema=1,NAMES utf8mb4",
         "set sql_mode=CONCAT(@@sql_mode,',ANSI_QUOTES')",
-        "set session_track_system_variables=CONCAT(@@global.session_track_system_variables,',sql_mode')",
+        "set session_track_system_variables=CONCAT(@@session_track_system_variables,',sql_mode')",
         "SET time_zone = IF(@@time_zone = 'SYSTEM', '+03:00', '-01:00'), sql_select_limit = 10 * 5",
     ] {
         a.query_drop(set).await.unwrap();
         assert_eq!(held(), 0, "{set} holds no connection");
     }
-    b.query_drop("SET sql_mode = 'TRADITIONAL', time_zone = '+05:00'")
+    b.query_drop("SET sql_mode = 'TRADITIONAL', time_zone = '+05:00', NAMES latin1")
         .await
         .unwrap();
     seen.push(evaluated_vars(&mut b).await);
@@ -2133,5 +2135,133 @@ async fn a_set_of_expressions_is_read_back_not_pinned() {
         pool_use(&w).0,
         1,
         "LAST_INSERT_ID(n) changes more than the variable"
+    );
+}
+
+/// The first row of a text result set read by [`common::raw::RawClient`] (None for NULL).
+fn raw_first_row(reply: &[Vec<u8>]) -> Vec<Option<String>> {
+    use weir_wire::io::Reader;
+    let count = Reader::new(&reply[0]).lenenc("count").unwrap() as usize;
+    let is_eof = |p: &Vec<u8>| p.as_slice().first() == Some(&0xfe) && p.len() < 9;
+    let row = reply[1 + count..].iter().find(|p| !is_eof(p)).unwrap();
+    let mut r = Reader::new(row);
+    (0..count)
+        .map(|_| {
+            if <[u8]>::first(r.remaining()) == Some(&0xfb) {
+                r.take(1, "NULL").unwrap();
+                None
+            } else {
+                let v = r.lenenc_bytes("value").unwrap();
+                Some(String::from_utf8_lossy(v).into_owned())
+            }
+        })
+        .collect()
+}
+
+/// What a client saw at one step: its column definitions and first row.
+type Look = (&'static str, Vec<ColumnMeta>, Vec<Option<String>>);
+
+/// Four clients that logged in with four collations (46 utf8mb4_bin, 45 utf8mb4_general_ci,
+/// 224 utf8mb4_unicode_ci, 8 latin1_swedish_ci) take turns on one connection, one of them
+/// changing its charsets, one preparing a statement, one resetting its session: the column
+/// collations and the charset variables each one sees.
+fn mixed_collations_run(port: u16) -> Vec<Look> {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let login = |collation| {
+        let (c, p) =
+            RawClient::login_collation(port, WEIR_USER, WEIR_PASS, Some("weirtest"), 0, collation);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let (mut a, mut b, mut c, mut d) = (login(46), login(45), login(224), login(8));
+    let q = "SELECT 'x' AS s, @@character_set_client AS cl, @@character_set_results AS re, \
+             @@collation_connection AS co, CHARSET('x') AS cs, COLLATION('x') AS cc";
+    let mut seen = Vec::new();
+    let look = |label, client: &mut RawClient, seen: &mut Vec<_>| {
+        let reply = client.query(q);
+        seen.push((label, raw_column_meta(&reply), raw_first_row(&reply)));
+    };
+    look("a", &mut a, &mut seen);
+    look("b", &mut b, &mut seen);
+    look("c", &mut c, &mut seen);
+    look("d", &mut d, &mut seen);
+    look("a again", &mut a, &mut seen);
+    b.query("SET NAMES latin1");
+    look("a after b's SET NAMES", &mut a, &mut seen);
+    look("b", &mut b, &mut seen);
+    c.query("SET collation_connection = utf8mb4_bin");
+    look("d after c's SET", &mut d, &mut seen);
+    look("c", &mut c, &mut seen);
+    let mut prepare = vec![0x16];
+    prepare.extend_from_slice(q.as_bytes());
+    let r = a.command(&prepare, Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+    look("c after a's prepare", &mut c, &mut seen);
+    let mut execute = vec![0x17];
+    execute.extend_from_slice(&r[0][1..5]);
+    execute.push(0); // no cursor
+    execute.extend_from_slice(&1u32.to_le_bytes());
+    let r = a.command(&execute, Expect::ResultSets);
+    let columns = raw_column_meta(&r);
+    seen.push(("a executes", columns, Vec::new()));
+    let r = d.command(&[0x1f], Expect::Status);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    look("b after d's reset", &mut b, &mut seen);
+    look("d after its reset", &mut d, &mut seen);
+    look("a last", &mut a, &mut seen);
+    seen
+}
+
+/// Clients with different handshake collations share connections: one is brought to a
+/// client's collation as to the rest of its state (`SET NAMES`), rather than closed for a new
+/// connection with the right handshake. Each client sees what it would on its own connection.
+#[test]
+fn clients_with_different_collations_share_a_connection() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = mixed_collations_run(topo().primary.port);
+    let ids: Vec<(&str, Vec<u16>)> = direct
+        .iter()
+        .map(|(step, cols, _)| (*step, cols.iter().map(|c| c.1).collect()))
+        .collect();
+    assert_eq!(ids[0], ("a", vec![46; 6]), "the server itself: {direct:?}");
+    assert_eq!(ids[3], ("d", vec![8; 6]), "the server itself: {direct:?}");
+    let through_weir = mixed_collations_run(w.port);
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+    let connects = table(
+        &w,
+        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    );
+    assert_eq!(
+        connects[0]["ConnOK"], "1",
+        "one backend connection served every collation"
+    );
+    // A collation weir has no name for (255, MySQL 8's utf8mb4_0900_ai_ci, which MariaDB
+    // does not know) cannot be spelled out: such a client gets a connection of its own
+    // collation, and its connection serves no other.
+    let unknown = |port| {
+        let reply = |collation| {
+            let (mut c, p) = common::raw::RawClient::login_collation(
+                port,
+                WEIR_USER,
+                WEIR_PASS,
+                Some("weirtest"),
+                0,
+                collation,
+            );
+            assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+            let r = c.query("SELECT 'x' AS s, @@character_set_client, @@collation_connection");
+            (raw_column_meta(&r), raw_first_row(&r))
+        };
+        [reply(255), reply(45), reply(255)]
+    };
+    assert_eq!(unknown(w.port), unknown(topo().primary.port));
+    let connects = table(
+        &w,
+        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    );
+    assert_eq!(
+        connects[0]["ConnOK"], "4",
+        "255, 45, 255: a new connection each"
     );
 }

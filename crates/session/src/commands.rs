@@ -601,7 +601,7 @@ impl Session {
                 let text = |name, chars: u32| weir_wire::msg::ColumnSpec {
                     name,
                     col_type: weir_wire::coltype::VAR_STRING,
-                    charset: u16::from(self.login.key.collation),
+                    charset: u16::from(self.login.collation),
                     length: chars * 4,
                     flags: 1,
                 };
@@ -746,6 +746,7 @@ impl Session {
                 },
                 credential: cred.clone(),
                 schema: None,
+                collation: self.login.collation,
             };
             if let Some(e) = self
                 .schema_refused(user.default_hostgroup, &probe, db)
@@ -775,7 +776,7 @@ impl Session {
         login.key.username = user.username.as_str().into();
         if let Some(c) = req.collation {
             if c > 0 && c < 256 {
-                login.key.collation = c as u8;
+                login.collation = c as u8;
             }
         }
         login.credential = cred;

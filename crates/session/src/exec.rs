@@ -574,7 +574,7 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
         username: r.login.key.username.to_string(),
         credential: r.login.credential.clone(),
         schema: None,
-        collation: r.login.key.collation,
+        collation: r.login.collation,
         capabilities: 0,
         connect_timeout: settings.connect_timeout,
     };

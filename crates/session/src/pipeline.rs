@@ -168,7 +168,8 @@ impl Pipe {
         !self.broken
             && self.in_flight < self.max_in_flight
             && self.hostgroup == s.hostgroup
-            && (Arc::ptr_eq(&self.login, &s.login) || self.login.key == s.login.key)
+            && (Arc::ptr_eq(&self.login, &s.login)
+                || (self.login.key == s.login.key && self.login.collation == s.login.collation))
             && self.schema == s.schema
             && self.vars == s.vars
             // A server set OFFLINE_SOFT (or worse) takes no new statements.

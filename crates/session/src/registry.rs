@@ -252,10 +252,10 @@ mod tests {
                 key: PoolKey {
                     username: "app".into(),
                     capabilities: 0,
-                    collation: 45,
                 },
                 credential: Credential::Clear("x".into()),
                 schema: None,
+                collation: 45,
             }),
             kill_queries: Arc::default(),
         }

@@ -242,13 +242,13 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     let key = PoolKey {
         username: login.user.username.as_str().into(),
         capabilities: client.caps & CORRECTNESS_CAPS,
-        collation: login.collation,
     };
     if login.user.fast_forward {
         let template = LoginTemplate {
             key,
             credential: login.credential.clone(),
             schema,
+            collation: login.collation,
         };
         let hostgroup = login.user.default_hostgroup;
         crate::fast_forward::serve(
@@ -269,6 +269,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
             key,
             credential: login.credential.clone(),
             schema: schema.clone(),
+            collation: login.collation,
         }),
         shared,
         handle,

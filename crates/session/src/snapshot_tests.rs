@@ -56,10 +56,10 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
             key: PoolKey {
                 username: "app".into(),
                 capabilities: 0,
-                collation: 45,
             },
             credential: Credential::Clear("x".into()),
             schema: Some("shop".into()),
+            collation: 45,
         }),
         user,
         schema: Some("shop".into()),

@@ -15,7 +15,6 @@ use crate::client::ClientError;
 use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Session};
 use weir_backend::{BackendConn, BackendError};
-use weir_pool::PoolKey as LoginKey;
 use weir_sql::{Assignment, LockCall, SessionVars, SetEffect, TextPrepare};
 
 /// What the current statement changes on success, applied once its reply is relayed.
@@ -259,14 +258,17 @@ impl Session {
         };
         let needs_id =
             self.effects.reads_last_insert_id && b.conn_ref().last_insert_id != self.last_insert_id;
-        if b.conn_ref().vars == self.vars && !needs_id {
+        if b.conn_ref().vars == self.vars
+            && b.conn_ref().collation == self.login.collation
+            && !needs_id
+        {
             return Ok(SyncOutcome::Ready);
         }
         let server = b.server().clone();
         let mut statements = Vec::new();
         {
             let conn = b.conn_ref();
-            let ctx = sync_context(&self.login.key, conn);
+            let ctx = sync_context(&self.login, conn);
             if !self.vars.sync_statements(&conn.vars, &ctx, &mut statements) {
                 self.drop_backend().await;
                 return Ok(SyncOutcome::Retry);
@@ -299,6 +301,7 @@ impl Session {
         if let Some(b) = self.backend.as_mut() {
             let conn = b.conn();
             conn.vars.clone_from(&self.vars);
+            conn.collation = self.login.collation;
             if needs_id {
                 conn.last_insert_id = self.last_insert_id;
             }
@@ -316,7 +319,11 @@ impl Session {
         if conn.vars.parses_as(context) {
             return None;
         }
-        let ctx = sync_context(&self.login.key, conn);
+        if conn.collation != self.login.collation {
+            // Not synced to this session yet: not the state the statements below start from.
+            return None;
+        }
+        let ctx = sync_context(&self.login, conn);
         let target = conn.vars.with_parse_context(context);
         let mut sw = ContextSwitch::default();
         let both = target.sync_statements(&conn.vars, &ctx, &mut sw.there)
@@ -364,11 +371,15 @@ pub(crate) enum SyncOutcome {
 }
 
 /// What syncing variables on `conn` for a client that logged in with `login` needs to know.
-fn sync_context<'a>(login: &LoginKey, conn: &'a BackendConn) -> weir_sql::SyncContext<'a> {
+fn sync_context<'a>(
+    login: &weir_pool::LoginTemplate,
+    conn: &'a BackendConn,
+) -> weir_sql::SyncContext<'a> {
     weir_sql::SyncContext {
         handshake_collation: login.collation,
+        connection_collation: conn.collation,
         server_version: &conn.server_version,
-        ignore_space: login.capabilities & weir_wire::cap::IGNORE_SPACE != 0,
+        ignore_space: login.key.capabilities & weir_wire::cap::IGNORE_SPACE != 0,
     }
 }
 

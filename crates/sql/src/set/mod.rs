@@ -186,23 +186,25 @@ fn parse(stmt: &[u8]) -> Option<SetEffect> {
     // A value read back is the variable's last, whatever the order of the assignments: with
     // two to one variable (or to two names of one value, or to charsets NAMES also sets) the
     // order of replay could not be told.
+    let key = |slot: &Slot| match slot {
+        Slot::System { key, .. } => Some(*key),
+        Slot::User(_) => None,
+    };
     let mut keys: Vec<&str> = assignments
         .iter()
         .map(|a| &a.slot)
         .chain(reads.iter().map(|r| &r.slot))
-        .filter_map(|slot| match slot {
-            Slot::System { key, .. } => Some(*key),
-            Slot::User(_) => None,
-        })
+        .filter_map(key)
         .collect();
     let all = keys.len();
     keys.sort_unstable();
     keys.dedup();
-    // Charsets are replayed together (`SET NAMES` sets three): an evaluated one stays alone.
-    let charsets = keys
+    // Charsets are synced together (`SET NAMES` sets three): an evaluated one stays alone.
+    let evaluated_charset = reads
         .iter()
+        .filter_map(|r| key(&r.slot))
         .any(|k| k.starts_with("character_set") || k.starts_with("collation"));
-    if keys.len() != all || (charsets && keys.len() > 1) {
+    if keys.len() != all || (evaluated_charset && keys.len() > 1) {
         return None;
     }
     Some(SetEffect::Evaluated(assignments, reads))

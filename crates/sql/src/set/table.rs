@@ -62,6 +62,9 @@ const PLAIN: &[&str] = &[
     "optimizer_prune_level",
     "sql_require_primary_key",
     "session_track_system_variables",
+    "session_track_schema",
+    "session_track_state_change",
+    "session_track_transaction_info",
 ];
 
 /// `(name as written in SET, slot key, name to replay with)` for variables that share a value

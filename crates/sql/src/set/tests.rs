@@ -375,7 +375,6 @@ fn untracked_forms() {
         "SET timestamp=1",
         "SET insert_id=5",
         "SET last_insert_id=5",
-        "SET session_track_schema=ON",
         "SET gtid_next='AUTOMATIC'",
         "SET pseudo_thread_id=3",
         "SET rand_seed1=1",
@@ -449,6 +448,14 @@ fn expressions_are_left_to_the_server_and_read_back() {
             vec![read("sql_mode")]
         )
     );
+    // MariaDB Connector/J 3.5.11's one statement at connect: NAMES beside expressions.
+    let (literal, reads) = evaluated("set sql_mode=CONCAT(@@sql_mode,',STRICT_TRANS_TABLES'),session_track_system_variables=CONCAT('autocommit,character_set_client,character_set_connection,character_set_results,time_zone,tx_isolation',IF(LOCATE('*',@@session_track_system_variables)>0 OR FIND_IN_SET('last_gtid',LOWER(REPLACE(@@session_track_system_variables,' ','')))>0,',last_gtid','')),session_track_schema=1,NAMES utf8mb4");
+    assert_eq!(
+        reads,
+        vec![read("sql_mode"), read("session_track_system_variables")]
+    );
+    assert_eq!(literal.len(), 4, "{literal:?}");
+    assert_eq!(literal[0], var("session_track_schema", "1"));
     // The name read back is the one the server accepted; the slot is shared.
     assert_eq!(
         evaluated("SET tx_isolation = @@global.tx_isolation"),
@@ -483,6 +490,7 @@ fn expressions_that_could_change_more_are_untracked() {
         "SET character_set_connection = @@character_set_client, collation_connection = 'utf8mb4_bin'",
         "SET NAMES utf8mb4, character_set_results = @@character_set_client",
         "SET character_set_client = @@character_set_results, time_zone = '+00:00'",
+        "SET sql_mode = CONCAT(@@sql_mode, ',A'), NAMES utf8mb4, collation_connection = @@collation_database",
         // A GLOBAL expression, and untracked variables.
         "SET GLOBAL sql_mode = CONCAT(@@sql_mode, ',A')",
         "SET sql_log_bin = IF(1, 0, 1)",

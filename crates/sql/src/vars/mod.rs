@@ -28,8 +28,11 @@ struct SystemValue {
 /// What sync needs to know about the connection.
 #[derive(Debug, Clone, Copy)]
 pub struct SyncContext<'a> {
-    /// The collation id the connection's handshake asked for, which its charset slots start at.
+    /// The collation id the client's handshake asked for, which its charset slots start at.
     pub handshake_collation: u8,
+    /// The collation id the connection's charset slots start at (its handshake's, or that of
+    /// the last session that synced it); another than the client's costs a `SET NAMES`.
+    pub connection_collation: u8,
     /// The server's version string, which decides between `tx_*` and `transaction_*` names.
     pub server_version: &'a str,
     /// Whether the connection's handshake had CLIENT_IGNORE_SPACE, which adds IGNORE_SPACE to
@@ -171,15 +174,27 @@ impl SessionVars {
     }
 
     /// Appends to `out` the SQL statements that bring a connection whose state is `conn` to
-    /// `self` (both have the same handshake collation). Only what differs. Returns false when
-    /// it cannot be done (then the caller discards that connection and opens a new one), e.g.
-    /// a charset slot must go back to the handshake collation and its id is unknown.
+    /// `self`. Only what differs. Returns false when it cannot be done (then the caller
+    /// discards that connection and opens a new one), e.g. a charset slot must go back to the
+    /// handshake collation and its id is unknown.
     pub fn sync_statements(
         &self,
         conn: &SessionVars,
         ctx: &SyncContext<'_>,
         out: &mut Vec<String>,
     ) -> bool {
+        let rebased;
+        let conn = if ctx.connection_collation == ctx.handshake_collation {
+            conn
+        } else {
+            match conn.with_charsets_from(ctx.connection_collation) {
+                Some(r) => {
+                    rebased = r;
+                    &rebased
+                }
+                None => return false,
+            }
+        };
         let mut items = Vec::new();
         if !self.sync_charsets(conn, ctx, &mut items) {
             return false;
@@ -235,6 +250,27 @@ impl SessionVars {
             out.push(format!("SET {}", items.join(", ")));
         }
         true
+    }
+
+    /// `self`, the state of a connection whose charset slots start at `collation`, with those
+    /// it holds no value for spelled out (as `SET NAMES` of that collation gives them): the
+    /// same state, comparable with that of a client whose charsets start elsewhere. None
+    /// for a collation id weir does not know.
+    fn with_charsets_from(&self, collation: u8) -> Option<SessionVars> {
+        let (charset, collation) = collation_by_id(u32::from(collation))?;
+        let names = format!("SET NAMES '{charset}' COLLATE '{collation}'");
+        let SetEffect::Tracked(set) = parse_set(names.as_bytes()) else {
+            return None;
+        };
+        let mut out = self.clone();
+        for a in &set {
+            if let Slot::System { key, name } = a.slot {
+                if out.system_value(key).is_none() {
+                    out.set_system(key, name, a.value.as_deref());
+                }
+            }
+        }
+        Some(out)
     }
 
     /// The part of [`SessionVars::sync_statements`] for the charset slots.

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 
 const MARIADB: SyncContext<'static> = SyncContext {
     handshake_collation: 45,
+    connection_collation: 45,
     server_version: "10.11.6-MariaDB-1:10.11.6+maria~ubu2204",
     ignore_space: false,
 };
@@ -110,6 +111,7 @@ fn charsets_go_back_to_the_handshake_collation() {
 fn unknown_handshake_collation_fails_without_output() {
     let ctx = SyncContext {
         handshake_collation: 255,
+        connection_collation: 255,
         server_version: "8.0.36",
         ignore_space: false,
     };
@@ -206,6 +208,7 @@ fn names_with_a_collation_is_replayed_as_set_names() {
 fn a_handshake_collation_that_is_not_the_default_comes_back_with_set_names() {
     let bin = SyncContext {
         handshake_collation: 46,
+        connection_collation: 46,
         ..MARIADB
     };
     let latin1 = state(&["SET NAMES latin1"]);
@@ -266,6 +269,7 @@ fn transaction_names_follow_the_server_version() {
     ] {
         let ctx = SyncContext {
             handshake_collation: 45,
+            connection_collation: 45,
             server_version: version,
             ignore_space: false,
         };
@@ -408,6 +412,7 @@ proptest! {
     ) {
         let ctx = SyncContext {
             handshake_collation: handshake,
+            connection_collation: handshake,
             server_version: if mysql { "8.0.36" } else { "10.11.6-MariaDB" },
             ignore_space: false,
         };
@@ -527,4 +532,44 @@ fn parse_context_is_the_text_charsets_and_sql_mode() {
         sync(&now.with_parse_context(&plain), &now, &MARIADB),
         vec!["SET character_set_client='utf8mb4', collation_connection='utf8mb4_general_ci'"]
     );
+}
+
+#[test]
+fn a_connection_from_another_handshake_collation_is_brought_to_the_clients() {
+    let on = |client: u8, conn: u8| SyncContext {
+        handshake_collation: client,
+        connection_collation: conn,
+        ..MARIADB
+    };
+    let nothing = SessionVars::default();
+    // A default collation: every charset slot to it, results by charset (columns get 45).
+    assert_eq!(
+        sync(&nothing, &nothing, &on(45, 46)),
+        vec!["SET character_set_client='utf8mb4', character_set_results='utf8mb4', collation_connection='utf8mb4_general_ci'"]
+    );
+    // Another collation: as its handshake would, with SET NAMES ... COLLATE.
+    assert_eq!(
+        sync(&nothing, &nothing, &on(46, 45)),
+        vec!["SET NAMES 'utf8mb4' COLLATE 'utf8mb4_bin'"]
+    );
+    assert_eq!(
+        sync(&nothing, &nothing, &on(8, 45)),
+        vec!["SET character_set_client='latin1', character_set_results='latin1', collation_connection='latin1_swedish_ci'"]
+    );
+    // What the client set goes over whatever the connection started from.
+    let latin1 = state(&["SET NAMES latin1"]);
+    assert_eq!(
+        sync(&latin1, &nothing, &on(45, 46)),
+        vec!["SET character_set_client=latin1, character_set_results=latin1, character_set_connection=latin1"]
+    );
+    // Slots the connection set itself stay as set; only those it left at its start move.
+    let conn = state(&["SET character_set_client = latin1"]);
+    assert_eq!(
+        sync(&nothing, &conn, &on(46, 45)),
+        vec!["SET NAMES 'utf8mb4' COLLATE 'utf8mb4_bin'"]
+    );
+    // Unknown collation ids cannot be spelled out.
+    let mut out = Vec::new();
+    assert!(!nothing.sync_statements(&nothing, &on(45, 255), &mut out));
+    assert!(out.is_empty());
 }
