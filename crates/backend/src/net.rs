@@ -65,6 +65,36 @@ impl Stream {
         }
     }
 
+    /// Completes when the peer has closed the socket (or it failed), without reading anything:
+    /// bytes waiting to be read mean the peer is there, and this then never completes.
+    pub async fn hung_up(&self) {
+        loop {
+            let ready = match self {
+                Stream::Tcp(s) => s.ready(tokio::io::Interest::READABLE).await,
+                Stream::Unix(s) => s.ready(tokio::io::Interest::READABLE).await,
+            };
+            if ready.is_err() {
+                return;
+            }
+            let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
+            let peeked = match self {
+                Stream::Tcp(s) => s.try_io(tokio::io::Interest::READABLE, || {
+                    socket2::SockRef::from(s).peek(&mut byte)
+                }),
+                Stream::Unix(s) => s.try_io(tokio::io::Interest::READABLE, || {
+                    socket2::SockRef::from(s).peek(&mut byte)
+                }),
+            };
+            match peeked {
+                Ok(0) => return,
+                // The next command is already there: readiness would stay set.
+                Ok(_) => std::future::pending::<()>().await,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    }
+
     /// Reads what is already available without waiting: `Err(WouldBlock)` when nothing is.
     pub fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {

@@ -930,3 +930,41 @@ fn kill_query_of_a_pipelined_statement_waiting_for_its_turn() {
     }
     panic!("in 10 attempts, never a statement waiting for its turn on a pipe");
 }
+
+/// A client that hangs up while its statement waits for a backend connection (all in use)
+/// ends its session at once, and its statement never runs: nobody would read the reply, and
+/// a write its client gave up on must not happen later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_while_waiting_is_not_served() {
+    let w = start_with_max(1, "connect_timeout_server_max = 20000");
+    let primary = |sql: &str| common::topo().primary.query_rows(sql).unwrap();
+    primary("CREATE TABLE IF NOT EXISTS weirtest.hangup (v VARCHAR(20))");
+    primary("DELETE FROM weirtest.hangup");
+    let mut a = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    a.query_drop("BEGIN").await.unwrap();
+    a.query_drop("SELECT 1").await.unwrap();
+    let sessions = || {
+        let rows = common::admin::table(&w, "SELECT COUNT(*) AS n FROM stats_mysql_processlist");
+        rows[0]["n"].parse::<usize>().unwrap()
+    };
+    let (mut d, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    d.send(b"\x03INSERT INTO weirtest.hangup VALUES ('late')");
+    std::thread::sleep(Duration::from_millis(300));
+    let waiting = sessions();
+    drop(d);
+    wait_until(
+        "the session of the client that hung up to end",
+        Duration::from_secs(3),
+        || sessions() == waiting - 1,
+    );
+    a.query_drop("ROLLBACK").await.unwrap();
+    // Served in arrival order: a statement after the ROLLBACK has had its turn.
+    let n: Option<i64> = a
+        .query_first("SELECT COUNT(*) FROM weirtest.hangup")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0), "the statement of a client that hung up ran");
+}

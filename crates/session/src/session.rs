@@ -557,6 +557,12 @@ impl Session {
                         self.answer_early_kill(seq, None).await?;
                         return Ok(None);
                     }
+                    // Nobody would read the reply: the slot goes to a statement that still
+                    // has a client, and the session ends now rather than when it is served.
+                    () = self.client.stream.hung_up() => {
+                        tracing::debug!(session = self.handle.id, "client hung up while waiting for a backend connection");
+                        return Err(ClientError::Closed);
+                    }
                 };
                 match checkout {
                     Ok(c) => self.backend = Some(c),
