@@ -104,6 +104,9 @@ pub struct ConnectParams {
     /// CLIENT_DEPRECATE_EOF, only for a connection whose replies weir never reads itself (a
     /// fast_forward client's: [`BackendConn::command`] expects classic EOFs).
     pub capabilities: u32,
+    /// MariaDB extended capabilities to ask for (`weir_wire::mariadb_cap`): the connect fails
+    /// when the server does not offer all of them.
+    pub mariadb_capabilities: u32,
     /// Limit for TCP connect plus handshake.
     pub connect_timeout: Duration,
 }
@@ -125,6 +128,9 @@ pub struct BackendConn {
     pub server_version: String,
     /// Negotiated capabilities.
     pub capabilities: u32,
+    /// Negotiated MariaDB extended capabilities (the column definitions of a connection
+    /// with extended metadata carry one more field).
+    pub mariadb_capabilities: u32,
     /// Schema in use, as far as weir knows.
     pub schema: Option<String>,
     /// The collation its charset variables start from when [`BackendConn::vars`] holds none:
@@ -228,6 +234,7 @@ impl BackendConn {
             }
             let g = Greeting::parse(body)?;
             crate::note_server_version(&g.server_version);
+            crate::note_mariadb_capabilities(g.mariadb_capabilities);
             Ok(g.server_version)
         };
         match tokio::time::timeout(timeout, probe).await {
@@ -257,6 +264,7 @@ impl BackendConn {
             kill_queries: Arc::default(),
             server_version: String::new(),
             capabilities: 0,
+            mariadb_capabilities: 0,
             schema: None,
             collation: params.collation,
             status: 0,
@@ -276,13 +284,34 @@ impl BackendConn {
         conn.connection_id = g.connection_id;
         conn.server_version = g.server_version.clone();
         crate::note_server_version(&g.server_version);
+        crate::note_mariadb_capabilities(g.mariadb_capabilities);
+        if params.mariadb_capabilities & !g.mariadb_capabilities != 0 {
+            // The client reads column definitions in a format this server would not send.
+            return Err(BackendError::Server(ErrInfo::new(
+                weir_wire::errcode::ER_HANDSHAKE_ERROR,
+                "08S01",
+                format!(
+                    "the backend (version {}) does not offer the MariaDB extended capabilities \
+                     0x{:x} this client negotiated with weir (extended metadata); connect \
+                     again to get a greeting without them",
+                    g.server_version,
+                    params.mariadb_capabilities & !g.mariadb_capabilities
+                ),
+            )));
+        }
         let mut caps =
             BACKEND_BASE_CAPS | (params.capabilities & (CORRECTNESS_CAPS | cap::DEPRECATE_EOF));
         if params.schema.is_some() {
             caps |= cap::CONNECT_WITH_DB;
         }
         caps &= g.capabilities | cap::LONG_PASSWORD;
+        if params.mariadb_capabilities != 0 {
+            // Without CLIENT_MYSQL, as a MariaDB client: the server then reads the extended
+            // capabilities from the response.
+            caps &= !cap::LONG_PASSWORD;
+        }
         conn.capabilities = caps;
+        conn.mariadb_capabilities = params.mariadb_capabilities;
         let (mut exchange, first) =
             Exchange::start(&g.auth_plugin, &g.scramble, &params.credential, unix)?;
         let resp = HandshakeResponse {
@@ -294,6 +323,7 @@ impl BackendConn {
             database: params.schema.clone(),
             auth_plugin: Some(g.auth_plugin.clone()),
             attributes: vec![("program_name".into(), "weir".into())],
+            mariadb_capabilities: params.mariadb_capabilities,
         };
         let mut out = BytesMut::new();
         resp.write(&mut out, seq.wrapping_add(1));

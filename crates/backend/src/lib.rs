@@ -27,6 +27,20 @@ pub fn backend_server_version() -> Option<std::sync::Arc<String>> {
     SERVER_VERSION.load_full()
 }
 
+/// The MariaDB extended capabilities (`weir_wire::mariadb_cap`) the last backend server weir
+/// connected to offered; 0 for MySQL or before any connected.
+static MARIADB_CAPABILITIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The MariaDB extended capabilities the last backend server weir connected to offered: weir
+/// offers clients those it relays, so that they get what the server would have given them.
+pub fn backend_mariadb_capabilities() -> u32 {
+    MARIADB_CAPABILITIES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn note_mariadb_capabilities(caps: u32) {
+    MARIADB_CAPABILITIES.store(caps, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn note_server_version(version: &str) {
     let known = SERVER_VERSION.load();
     if known.as_deref().map(String::as_str) != Some(version) {

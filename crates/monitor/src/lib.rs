@@ -154,6 +154,7 @@ impl Monitor {
                 schema: None,
                 collation: 33,
                 capabilities: 0,
+                mariadb_capabilities: 0,
                 connect_timeout: timeout,
             };
             let query = checks::query_for(check, rt, &target);

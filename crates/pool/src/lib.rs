@@ -32,6 +32,9 @@ pub struct PoolKey {
     pub username: Arc<str>,
     /// Capabilities from `weir_backend::CORRECTNESS_CAPS`.
     pub capabilities: u32,
+    /// MariaDB extended capabilities the client negotiated (extended metadata changes the
+    /// format of column definitions).
+    pub mariadb_capabilities: u32,
 }
 
 /// How to log in when a new connection must be opened for a [`PoolKey`].
@@ -464,6 +467,7 @@ impl Pool {
                 schema: login.schema.clone(),
                 collation: login.collation,
                 capabilities: login.key.capabilities,
+                mariadb_capabilities: login.key.mariadb_capabilities,
                 connect_timeout: settings.connect_timeout,
             };
             // Boxed: the connect and handshake make a large future, which would otherwise

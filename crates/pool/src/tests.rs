@@ -18,6 +18,7 @@ fn login() -> LoginTemplate {
         key: PoolKey {
             username: "u".into(),
             capabilities: 0,
+            mariadb_capabilities: 0,
         },
         credential: Credential::Clear("p".into()),
         schema: None,

@@ -151,6 +151,7 @@ fn login_with_plugin(plugin: &str, proof: impl Fn(&[u8]) -> Vec<u8>, pass: &str)
         database: None,
         auth_plugin: Some(plugin.into()),
         attributes: vec![],
+        mariadb_capabilities: 0,
     };
     let mut out = bytes::BytesMut::new();
     resp.write(&mut out, 1);
@@ -606,6 +607,7 @@ fn a_handshake_response_out_of_sequence_is_refused() {
         database: None,
         auth_plugin: Some("mysql_native_password".into()),
         attributes: vec![],
+        mariadb_capabilities: 0,
     };
     let mut out = bytes::BytesMut::new();
     resp.write(&mut out, 3);
@@ -770,4 +772,127 @@ fn change_user_with_the_greeting_scramble() {
     let direct = run(common::topo().primary.port);
     assert!(direct.ends_with(" weirtest"), "{direct}");
     assert_eq!(run(common::weir().port), direct);
+}
+
+/// The column definitions of a reply, each split as (name, extended type info): `None` when
+/// the definition has no extended-metadata field, else its bytes. Panics on a definition that
+/// does not parse in that format (the client would misread it).
+fn definitions(reply: &[Vec<u8>], extended: bool) -> Vec<(String, Option<Vec<u8>>)> {
+    use weir_wire::io::Reader;
+    let (first, count) = match reply[0][0] {
+        0 => {
+            let columns = u16::from_le_bytes([reply[0][5], reply[0][6]]) as usize;
+            let params = u16::from_le_bytes([reply[0][7], reply[0][8]]) as usize;
+            (1 + params + usize::from(params > 0), columns)
+        }
+        _ => (1, Reader::new(&reply[0]).lenenc("count").unwrap() as usize),
+    };
+    reply[first..first + count]
+        .iter()
+        .map(|def| {
+            let mut r = Reader::new(def);
+            for what in ["catalog", "schema", "table", "org_table"] {
+                r.lenenc_bytes(what).unwrap();
+            }
+            let name = String::from_utf8_lossy(r.lenenc_bytes("name").unwrap()).into_owned();
+            r.lenenc_bytes("org_name").unwrap();
+            let ext = extended.then(|| r.lenenc_bytes("extended").unwrap().to_vec());
+            assert_eq!(r.u8("fixed").unwrap(), 0x0c, "{name}: {def:?}");
+            r.take(12, "fixed fields").unwrap();
+            assert!(r.is_empty(), "{name}: trailing bytes in {def:?}");
+            (name, ext)
+        })
+        .collect()
+}
+
+/// What a MariaDB client that asks for extended metadata, and one that does not, get for
+/// columns of MariaDB's own types, by query and by prepared statement.
+fn extended_metadata_run(port: u16) -> (u32, Vec<Vec<Vec<u8>>>) {
+    let ext = weir_wire::mariadb_cap::EXTENDED_METADATA;
+    let login = |mariadb| {
+        let (c, p) = RawClient::login_mariadb(
+            port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+            (0, mariadb),
+            45,
+        );
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut clients = [login(ext), login(0)];
+    let offered = clients[0].greeting.mariadb_capabilities & ext;
+    let q = "SELECT j, u, i, n FROM weirtest.extmeta";
+    let mut replies = Vec::new();
+    for i in [0, 1, 0] {
+        let c = &mut clients[i];
+        replies.push(c.query(q));
+        let mut prepare = vec![0x16];
+        prepare.extend_from_slice(q.as_bytes());
+        let r = c.command(&prepare, Expect::Prepare);
+        assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+        let mut execute = vec![0x17];
+        execute.extend_from_slice(&r[0][1..5]);
+        execute.push(0);
+        execute.extend_from_slice(&1u32.to_le_bytes());
+        replies.push(r);
+        replies.push(c.command(&execute, Expect::ResultSets));
+    }
+    (offered, replies)
+}
+
+/// MariaDB's extended metadata (the type of JSON, UUID, INET6 columns, which drivers decode
+/// by): weir offers it when its backends do, keeps clients that asked for it on connections
+/// that negotiated it, and relays the server's column definitions untouched; the result sets
+/// weir builds itself carry the field too, as the server's do.
+#[test]
+fn mariadb_extended_metadata_reaches_the_clients_that_ask() {
+    let primary = &common::topo().primary;
+    primary
+        .query_rows(
+            "CREATE TABLE IF NOT EXISTS weirtest.extmeta (j JSON, u UUID, i INET6, n INT); \
+             DELETE FROM weirtest.extmeta; \
+             INSERT INTO weirtest.extmeta VALUES ('{\"a\": 1}', UUID(), '::1', 7)",
+        )
+        .unwrap();
+    let (direct_offer, direct) = extended_metadata_run(primary.port);
+    assert_eq!(direct_offer, weir_wire::mariadb_cap::EXTENDED_METADATA);
+    let exts = definitions(&direct[0], true);
+    assert_eq!(
+        exts[0].1.as_deref(),
+        Some(b"\x01\x04json".as_slice()),
+        "{exts:?}"
+    );
+    let w = common::weir();
+    let (offer, through_weir) = extended_metadata_run(w.port);
+    assert_eq!(
+        offer, direct_offer,
+        "weir's greeting offers what the server does"
+    );
+    assert_eq!(through_weir.len(), direct.len());
+    for (i, (got, want)) in through_weir.iter().zip(&direct).enumerate() {
+        assert_eq!(got, want, "reply {i}");
+    }
+    // Replies weir builds itself, in the client's format.
+    let (mut c, p) = RawClient::login_mariadb(
+        w.port,
+        WEIR_USER,
+        WEIR_PASS,
+        None,
+        (0, weir_wire::mariadb_cap::EXTENDED_METADATA),
+        45,
+    );
+    assert_eq!(p[0], 0);
+    for q in [
+        "SELECT LAST_INSERT_ID()",
+        "SHOW WARNINGS",
+        "SHOW COUNT(*) WARNINGS",
+    ] {
+        let defs = definitions(&c.query(q), true);
+        assert!(
+            defs.iter().all(|(_, ext)| ext.as_deref() == Some(&[][..])),
+            "{q}: {defs:?}"
+        );
+    }
 }

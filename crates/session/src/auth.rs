@@ -81,12 +81,14 @@ pub async fn handshake(
     let runtime = shared.runtime.load_full();
     let scramble = auth::new_scramble();
     client.scramble = scramble;
+    let server_version = announced_version(&runtime.mysql.server_version);
+    let (capabilities, mariadb_capabilities) = greeting_capabilities(&server_version);
     let greeting = Greeting {
-        server_version: announced_version(&runtime.mysql.server_version),
+        server_version,
         connection_id,
         scramble: scramble.to_vec(),
-        capabilities: SERVER_CAPS,
-        mariadb_capabilities: 0,
+        capabilities,
+        mariadb_capabilities,
         collation: DEFAULT_COLLATION,
         status: status::AUTOCOMMIT,
         auth_plugin: NATIVE_PASSWORD.into(),
@@ -130,6 +132,7 @@ pub async fn handshake(
         return Err(LoginError::Refused);
     }
     client.caps = resp.capabilities & SERVER_CAPS;
+    client.mariadb_caps = resp.mariadb_capabilities & mariadb_capabilities;
     let user = runtime.frontend_users.get(&resp.username).cloned();
     let Some(user) = user else {
         GlobalStats::inc(&shared.stats.access_denied_wrong_password);
@@ -282,6 +285,18 @@ pub async fn change_user(
             }
         }
     }
+}
+
+/// The capabilities of weir's greeting for a server version: as MariaDB's own when the version
+/// is a MariaDB one (no CLIENT_MYSQL; of the extended capabilities, the metadata the backends
+/// offer, which weir relays untouched), else as MySQL's.
+fn greeting_capabilities(server_version: &str) -> (u32, u32) {
+    if !server_version.contains("MariaDB") {
+        return (SERVER_CAPS, 0);
+    }
+    let relayed =
+        weir_backend::backend_mariadb_capabilities() & weir_wire::mariadb_cap::EXTENDED_METADATA;
+    (SERVER_CAPS & !cap::LONG_PASSWORD, relayed)
 }
 
 /// What weir announces before any backend server answered, when mysql-server_version is empty.

@@ -96,6 +96,7 @@ impl Session {
         key.clear();
         key.push(kind);
         key.extend_from_slice(&self.login.key.capabilities.to_le_bytes());
+        key.extend_from_slice(&self.login.key.mariadb_capabilities.to_le_bytes());
         key.push(self.login.collation);
         key.extend_from_slice(&self.vars.fingerprint().to_le_bytes());
         push_field(key, self.user.username.as_bytes());

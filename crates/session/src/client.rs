@@ -75,6 +75,8 @@ pub struct ClientConn {
     pub wbuf: BytesMut,
     /// Negotiated capabilities.
     pub caps: u32,
+    /// Negotiated MariaDB extended capabilities (`weir_wire::mariadb_cap`).
+    pub mariadb_caps: u32,
     /// Peer address for messages.
     pub host: String,
     /// Peer port.
@@ -116,6 +118,7 @@ impl ClientConn {
             rbuf: BytesMut::with_capacity(READ_MIN),
             wbuf: BytesMut::with_capacity(256),
             caps: 0,
+            mariadb_caps: 0,
             host,
             port,
             scramble: [0; 20],

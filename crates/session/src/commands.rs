@@ -585,10 +585,10 @@ impl Session {
         match count {
             Some(name) => {
                 let col = [weir_wire::msg::ColumnSpec::unsigned_bigint(name)];
-                let mut set = weir_wire::msg::TextResultSet::begin_columns(
+                let mut set = weir_wire::msg::TextResultSet::begin_columns_for(
                     &mut out,
                     seq,
-                    self.client.caps,
+                    (self.client.caps, self.client.mariadb_caps),
                     &col,
                     status,
                 );
@@ -616,10 +616,10 @@ impl Session {
                     },
                     text("Message", 512),
                 ];
-                let set = weir_wire::msg::TextResultSet::begin_columns(
+                let set = weir_wire::msg::TextResultSet::begin_columns_for(
                     &mut out,
                     seq,
-                    self.client.caps,
+                    (self.client.caps, self.client.mariadb_caps),
                     &cols,
                     status,
                 );
@@ -642,10 +642,10 @@ impl Session {
             ),
             Fact::Signed(v) => (weir_wire::msg::ColumnSpec::bigint(alias), v.to_string()),
         };
-        let mut set = weir_wire::msg::TextResultSet::begin_columns(
+        let mut set = weir_wire::msg::TextResultSet::begin_columns_for(
             &mut out,
             seq,
-            self.client.caps,
+            (self.client.caps, self.client.mariadb_caps),
             &[col],
             status,
         );

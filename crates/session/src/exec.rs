@@ -576,6 +576,7 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
         schema: None,
         collation: r.login.collation,
         capabilities: 0,
+        mariadb_capabilities: 0,
         connect_timeout: settings.connect_timeout,
     };
     if query_only {

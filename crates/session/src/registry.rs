@@ -252,6 +252,7 @@ mod tests {
                 key: PoolKey {
                     username: "app".into(),
                     capabilities: 0,
+                    mariadb_capabilities: 0,
                 },
                 credential: Credential::Clear("x".into()),
                 schema: None,

@@ -242,6 +242,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     let key = PoolKey {
         username: login.user.username.as_str().into(),
         capabilities: client.caps & CORRECTNESS_CAPS,
+        mariadb_capabilities: client.mariadb_caps,
     };
     if login.user.fast_forward {
         let template = LoginTemplate {

@@ -56,6 +56,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
             key: PoolKey {
                 username: "app".into(),
                 capabilities: 0,
+                mariadb_capabilities: 0,
             },
             credential: Credential::Clear("x".into()),
             schema: Some("shop".into()),

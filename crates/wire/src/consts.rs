@@ -29,6 +29,15 @@ pub mod cap {
     pub const DEPRECATE_EOF: u32 = 1 << 24;
 }
 
+/// MariaDB's extended capabilities (the upper 32 bits of its capability set), exchanged when
+/// the server's greeting clears [`cap::LONG_PASSWORD`] ("CLIENT_MYSQL") and the client's
+/// response does too.
+pub mod mariadb_cap {
+    /// Column definitions carry a type name and format (`json`, `uuid`, `inet6`, ...) after
+    /// `org_name`.
+    pub const EXTENDED_METADATA: u32 = 1 << 3;
+}
+
 /// Server status flags carried by OK and EOF packets.
 pub mod status {
     pub const IN_TRANS: u16 = 0x0001;

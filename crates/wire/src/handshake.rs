@@ -124,6 +124,9 @@ pub struct HandshakeResponse {
     pub auth_plugin: Option<String>,
     /// Connection attributes.
     pub attributes: Vec<(String, String)>,
+    /// MariaDB extended capabilities (see [`crate::mariadb_cap`]); 0 unless the response
+    /// clears [`cap::LONG_PASSWORD`].
+    pub mariadb_capabilities: u32,
 }
 
 /// Whether a handshake response payload is only an SSL request (TLS upgrade before the rest).
@@ -144,7 +147,14 @@ impl HandshakeResponse {
         }
         let max_packet = r.u32("max packet")?;
         let collation = r.u8("collation")?;
-        r.take(23, "filler")?;
+        r.take(19, "filler")?;
+        let ext = r.u32("extended capabilities")?;
+        // A client that keeps CLIENT_MYSQL talks plain MySQL: the bytes are filler then.
+        let mariadb_capabilities = if capabilities & cap::LONG_PASSWORD == 0 {
+            ext
+        } else {
+            0
+        };
         let username = String::from_utf8_lossy(r.nul_bytes("user name")?).into_owned();
         let auth_response = if capabilities & cap::PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
             r.lenenc_bytes("auth response")?.to_vec()
@@ -187,6 +197,7 @@ impl HandshakeResponse {
             database,
             auth_plugin,
             attributes,
+            mariadb_capabilities,
         })
     }
 
@@ -196,7 +207,12 @@ impl HandshakeResponse {
         out.put_u32_le(self.capabilities);
         out.put_u32_le(self.max_packet);
         out.put_u8(self.collation);
-        out.put_slice(&[0u8; 23]);
+        out.put_slice(&[0u8; 19]);
+        out.put_u32_le(if self.capabilities & cap::LONG_PASSWORD == 0 {
+            self.mariadb_capabilities
+        } else {
+            0
+        });
         out.put_slice(self.username.as_bytes());
         out.put_u8(0);
         put_lenenc_bytes(out, &self.auth_response);
@@ -368,10 +384,28 @@ mod tests {
             database: Some("db1".into()),
             auth_plugin: Some("mysql_native_password".into()),
             attributes: vec![("_client_name".into(), "weir".into())],
+            mariadb_capabilities: 0,
         };
         let mut out = BytesMut::new();
         h.write(&mut out, 1);
         assert_eq!(HandshakeResponse::parse(&out[4..]).unwrap(), h);
+        // MariaDB's extended capabilities travel only without CLIENT_MYSQL.
+        let mariadb = HandshakeResponse {
+            mariadb_capabilities: crate::mariadb_cap::EXTENDED_METADATA,
+            ..h.clone()
+        };
+        let mut out = BytesMut::new();
+        mariadb.write(&mut out, 1);
+        assert_eq!(HandshakeResponse::parse(&out[4..]).unwrap(), mariadb);
+        assert_eq!(&out[4 + 28..4 + 32], &[8, 0, 0, 0]);
+        let mysql = HandshakeResponse {
+            capabilities: h.capabilities | cap::LONG_PASSWORD,
+            ..mariadb
+        };
+        let mut out = BytesMut::new();
+        mysql.write(&mut out, 1);
+        let parsed = HandshakeResponse::parse(&out[4..]).unwrap();
+        assert_eq!(parsed.mariadb_capabilities, 0);
     }
 
     proptest! {

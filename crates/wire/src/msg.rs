@@ -246,8 +246,21 @@ impl<'a> TextResultSet<'a> {
     /// that ends them (classic protocol).
     pub fn begin_columns(
         out: &'a mut BytesMut,
-        mut seq: u8,
+        seq: u8,
         client_caps: u32,
+        columns: &[ColumnSpec<'_>],
+        status: u16,
+    ) -> Self {
+        Self::begin_columns_for(out, seq, (client_caps, 0), columns, status)
+    }
+
+    /// As [`TextResultSet::begin_columns`] for a client that negotiated `(capabilities,
+    /// MariaDB extended capabilities)`: with extended metadata, each definition carries an
+    /// (empty) extended type info after `org_name`, as the server writes it.
+    pub fn begin_columns_for(
+        out: &'a mut BytesMut,
+        mut seq: u8,
+        (client_caps, mariadb_caps): (u32, u32),
         columns: &[ColumnSpec<'_>],
         status: u16,
     ) -> Self {
@@ -263,6 +276,9 @@ impl<'a> TextResultSet<'a> {
             put_lenenc_bytes(out, b"");
             put_lenenc_bytes(out, c.name.as_bytes());
             put_lenenc_bytes(out, c.name.as_bytes());
+            if mariadb_caps & crate::mariadb_cap::EXTENDED_METADATA != 0 {
+                put_lenenc_bytes(out, b"");
+            }
             out.put_u8(0x0c);
             out.put_u16_le(c.charset);
             out.put_u32_le(c.length);

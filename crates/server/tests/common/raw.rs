@@ -69,6 +69,19 @@ impl RawClient {
         extra: u32,
         collation: u8,
     ) -> (RawClient, Vec<u8>) {
+        Self::login_mariadb(port, user, pass, db, (extra, 0), collation)
+    }
+
+    /// As [`RawClient::login_collation`], asking for MariaDB extended capabilities too (then
+    /// as a MariaDB client: without CLIENT_MYSQL, when the greeting offers them).
+    pub fn login_mariadb(
+        port: u16,
+        user: &str,
+        pass: &str,
+        db: Option<&str>,
+        (extra, mariadb_capabilities): (u32, u32),
+        collation: u8,
+    ) -> (RawClient, Vec<u8>) {
         let mut c = Self::connect_only(port);
         let proof =
             native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(pass.as_bytes()));
@@ -83,6 +96,10 @@ impl RawClient {
         if db.is_some() {
             caps |= cap::CONNECT_WITH_DB;
         }
+        let mariadb_capabilities = mariadb_capabilities & c.greeting.mariadb_capabilities;
+        if c.greeting.capabilities & cap::LONG_PASSWORD == 0 && mariadb_capabilities != 0 {
+            caps &= !cap::LONG_PASSWORD;
+        }
         let resp = HandshakeResponse {
             capabilities: caps,
             max_packet: 1 << 24,
@@ -92,6 +109,7 @@ impl RawClient {
             database: db.map(str::to_string),
             auth_plugin: Some("mysql_native_password".into()),
             attributes: vec![],
+            mariadb_capabilities,
         };
         let mut out = BytesMut::new();
         resp.write(&mut out, 1);
