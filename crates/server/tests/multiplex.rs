@@ -2265,3 +2265,93 @@ fn clients_with_different_collations_share_a_connection() {
         "255, 45, 255: a new connection each"
     );
 }
+
+/// The string columns of the first row of a binary-protocol result set.
+fn binary_first_row(reply: &[Vec<u8>]) -> Vec<Option<String>> {
+    use weir_wire::io::Reader;
+    let count = Reader::new(&reply[0]).lenenc("count").unwrap() as usize;
+    let is_eof = |p: &Vec<u8>| p.as_slice().first() == Some(&0xfe) && p.len() < 9;
+    let row = reply[1 + count..].iter().find(|p| !is_eof(p)).unwrap();
+    let mut r = Reader::new(row);
+    r.take(1, "header").unwrap();
+    let bitmap = r.take((count + 9) / 8, "nulls").unwrap().to_vec();
+    (0..count)
+        .map(|i| {
+            let bit = i + 2;
+            if bitmap[bit / 8] & (1 << (bit % 8)) != 0 {
+                return None;
+            }
+            let v = r.lenenc_bytes("value").unwrap();
+            Some(String::from_utf8_lossy(v).into_owned())
+        })
+        .collect()
+}
+
+/// Two clients with different handshake collations (45 utf8mb4_general_ci, 224
+/// utf8mb4_unicode_ci) prepare the same text, which reads differently under each, and take
+/// turns executing it on one connection: what each execution returns.
+fn same_text_two_collations_run(port: u16) -> Vec<(&'static str, Vec<Option<String>>)> {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let login = |collation| {
+        let (c, p) =
+            RawClient::login_collation(port, WEIR_USER, WEIR_PASS, Some("weirtest"), 0, collation);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let q = "SELECT COLLATION('x') AS c, CONCAT('\u{df}' = 'ss') AS eq";
+    let prepare = |c: &mut RawClient| {
+        let mut p = vec![0x16];
+        p.extend_from_slice(q.as_bytes());
+        let r = c.command(&p, Expect::Prepare);
+        assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+        r[0][1..5].to_vec()
+    };
+    let execute = |c: &mut RawClient, id: &[u8]| {
+        let mut e = vec![0x17];
+        e.extend_from_slice(id);
+        e.push(0);
+        e.extend_from_slice(&1u32.to_le_bytes());
+        binary_first_row(&c.command(&e, Expect::ResultSets))
+    };
+    let (mut a, mut b) = (login(45), login(224));
+    let mut seen = Vec::new();
+    let pa = prepare(&mut a);
+    seen.push(("a", execute(&mut a, &pa)));
+    let pb = prepare(&mut b);
+    seen.push(("b", execute(&mut b, &pb)));
+    seen.push(("a again", execute(&mut a, &pa)));
+    seen.push(("b again", execute(&mut b, &pb)));
+    let pa2 = prepare(&mut a);
+    seen.push(("a prepares again", execute(&mut a, &pa2)));
+    seen.push(("b last", execute(&mut b, &pb)));
+    seen
+}
+
+/// A statement is read in the collation of the client that prepared it, even when clients
+/// with other collations prepared the same text on the same connection.
+#[test]
+fn the_same_text_prepared_under_two_collations_reads_as_each_client() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = same_text_two_collations_run(topo().primary.port);
+    let general = vec![Some("utf8mb4_general_ci".to_owned()), Some("0".to_owned())];
+    let unicode = vec![Some("utf8mb4_unicode_ci".to_owned()), Some("1".to_owned())];
+    assert_eq!(
+        direct,
+        vec![
+            ("a", general.clone()),
+            ("b", unicode.clone()),
+            ("a again", general.clone()),
+            ("b again", unicode.clone()),
+            ("a prepares again", general),
+            ("b last", unicode),
+        ],
+        "the server itself"
+    );
+    assert_eq!(
+        same_text_two_collations_run(w.port),
+        direct,
+        "{}",
+        w.stderr_tail(20)
+    );
+}

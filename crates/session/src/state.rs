@@ -316,7 +316,11 @@ impl Session {
     /// the client's current charsets, as before the context was kept.
     pub(crate) fn parse_context_switch(&self, context: &SessionVars) -> Option<ContextSwitch> {
         let conn = self.backend.as_ref()?.conn_ref();
-        if conn.vars.parses_as(context) {
+        if conn
+            .vars
+            .parse_context_from(conn.collation)
+            .parses_as(context)
+        {
             return None;
         }
         if conn.collation != self.login.collation {

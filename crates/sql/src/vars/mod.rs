@@ -70,6 +70,18 @@ impl SessionVars {
         }
     }
 
+    /// [`SessionVars::parse_context`] of this state on a connection (or for a client) whose
+    /// charsets start at `collation`, with the charset slots it holds no value for spelled
+    /// out: two clients that set nothing but logged in with different collations have
+    /// different contexts, since their statements read differently.
+    pub fn parse_context_from(&self, collation: u8) -> SessionVars {
+        match self.with_charsets_from(collation) {
+            Some(spelled) => spelled.parse_context(),
+            // An id weir has no name for: connections of that collation serve its clients only.
+            None => self.parse_context(),
+        }
+    }
+
     /// Whether a statement prepared under `self` would be read as under `context` (a
     /// [`SessionVars::parse_context`]).
     pub fn parses_as(&self, context: &SessionVars) -> bool {
