@@ -36,10 +36,14 @@ pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
     | cap::MULTI_STATEMENTS
     | cap::MULTI_RESULTS
     | cap::PS_MULTI_RESULTS
-    | cap::IGNORE_SPACE
     // The server's OKs then carry session state changes (drivers such as mysql2 follow the
     // character set through them) and their info in the format the client expects.
     | cap::SESSION_TRACK;
+
+/// Client capabilities a connection is opened with for the client that needs it, but which
+/// do not keep it from serving others: CLIENT_IGNORE_SPACE only adds IGNORE_SPACE to the
+/// session's sql_mode, which a statement can change ([`BackendConn::ignore_space`]).
+pub const SESSION_CAPS: u32 = cap::IGNORE_SPACE;
 
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -137,6 +141,9 @@ pub struct BackendConn {
     /// the handshake's, then that of each session that brought the connection to its own
     /// (`SET NAMES`).
     pub collation: u8,
+    /// Whether its sql_mode starts with IGNORE_SPACE added, when [`BackendConn::vars`] holds
+    /// none: its handshake's CLIENT_IGNORE_SPACE, then that of each session that synced it.
+    pub ignore_space: bool,
     /// Status flags of the last reply.
     pub status: u16,
     /// Whether a READ ONLY transaction ever ran here: MariaDB may keep the session read-only
@@ -267,6 +274,7 @@ impl BackendConn {
             mariadb_capabilities: 0,
             schema: None,
             collation: params.collation,
+            ignore_space: false,
             status: 0,
             read_only_trx_seen: false,
             created: Instant::now(),
@@ -299,8 +307,8 @@ impl BackendConn {
                 ),
             )));
         }
-        let mut caps =
-            BACKEND_BASE_CAPS | (params.capabilities & (CORRECTNESS_CAPS | cap::DEPRECATE_EOF));
+        let mut caps = BACKEND_BASE_CAPS
+            | (params.capabilities & (CORRECTNESS_CAPS | SESSION_CAPS | cap::DEPRECATE_EOF));
         if params.schema.is_some() {
             caps |= cap::CONNECT_WITH_DB;
         }
@@ -311,6 +319,7 @@ impl BackendConn {
             caps &= !cap::LONG_PASSWORD;
         }
         conn.capabilities = caps;
+        conn.ignore_space = caps & cap::IGNORE_SPACE != 0;
         conn.mariadb_capabilities = params.mariadb_capabilities;
         let (mut exchange, first) =
             Exchange::start(&g.auth_plugin, &g.scramble, &params.credential, unix)?;

@@ -9,7 +9,7 @@ mod stmts;
 
 pub use conn::{
     BackendConn, ConnectParams, Credential, Endpoint, PreparedInfo, TextRows, BACKEND_BASE_CAPS,
-    CORRECTNESS_CAPS,
+    CORRECTNESS_CAPS, SESSION_CAPS,
 };
 pub use net::Stream;
 pub use stmts::StmtCache;

@@ -49,6 +49,9 @@ pub struct LoginTemplate {
     /// Collation id of the client's handshake: a new connection's handshake asks for it, and
     /// idle connections with it are taken first.
     pub collation: u8,
+    /// Whether the client's handshake had CLIENT_IGNORE_SPACE: the same, for the sql_mode it
+    /// starts with.
+    pub ignore_space: bool,
 }
 
 /// Timeouts and limits the pool applies; replaced live on LOAD MYSQL VARIABLES.
@@ -204,6 +207,25 @@ impl PooledConn {
 #[allow(clippy::panic)]
 fn unreachable_conn() -> ! {
     panic!("PooledConn used after its connection was taken")
+}
+
+/// A slot reserved on a server for a connection being opened: given back if the connection
+/// never comes to be (a failed connect, or the checkout dropped half way).
+struct Reserved(Option<Arc<ServerState>>);
+
+impl Reserved {
+    /// The connection exists: its [`PooledConn`] holds the slot from now on.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        if let Some(server) = self.0.take() {
+            server.release_slot();
+        }
+    }
 }
 
 impl Drop for PooledConn {
@@ -437,8 +459,7 @@ impl Pool {
                 }
             };
             let idle = if reuse {
-                let portable = settings.collation_portable;
-                server.take_idle(&login.key, login.collation, portable)
+                server.take_idle(login, settings.collation_portable)
             } else {
                 None
             };
@@ -466,14 +487,23 @@ impl Pool {
                 credential: login.credential.clone(),
                 schema: login.schema.clone(),
                 collation: login.collation,
-                capabilities: login.key.capabilities,
+                capabilities: login.key.capabilities
+                    | if login.ignore_space {
+                        weir_wire::cap::IGNORE_SPACE
+                    } else {
+                        0
+                    },
                 mariadb_capabilities: login.key.mariadb_capabilities,
                 connect_timeout: settings.connect_timeout,
             };
+            // The checkout may be dropped while it connects (its client hung up, a KILL): the
+            // slot must not go with it.
+            let reserved = Reserved(Some(server.clone()));
             // Boxed: the connect and handshake make a large future, which would otherwise
             // be part of every checkout's state (and be copied with it) for a rare event.
             match Box::pin(BackendConn::connect(&params)).await {
                 Ok(conn) => {
+                    reserved.keep();
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
                     return Ok(PooledConn {
@@ -483,7 +513,7 @@ impl Pool {
                     });
                 }
                 Err(e) => {
-                    server.release_slot();
+                    drop(reserved);
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
                     // A schema that does not exist is the client's mistake, which it is told

@@ -1,6 +1,6 @@
 //! One configured server: its spec, live status, counters and idle connections.
 
-use crate::PoolKey;
+use crate::{LoginTemplate, PoolKey};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -440,31 +440,30 @@ impl ServerState {
         }
     }
 
-    /// An idle connection for `key`, one whose charsets start at `collation` if there is one,
-    /// else one whose charsets can be brought there (both `portable`): that costs the session
-    /// a `SET NAMES`, which is cheaper than a new connection.
+    /// An idle connection for `login`'s key: one that starts in the login's collation and
+    /// sql_mode if there is one, else one in its collation, else one whose charsets can be
+    /// brought there (both `portable`). Each step down costs the session a `SET`, which is
+    /// cheaper than a new connection.
     pub(crate) fn take_idle(
         &self,
-        key: &PoolKey,
-        collation: u8,
+        login: &LoginTemplate,
         portable: fn(u8) -> bool,
     ) -> Option<Box<BackendConn>> {
         let n = self.idle.len();
         let own = crate::worker::current() % n;
-        let passes: &[bool] = if portable(collation) {
-            &[true, false]
-        } else {
-            &[true]
-        };
-        for &same_collation in passes {
+        let passes = if portable(login.collation) { 3 } else { 2 };
+        for pass in 0..passes {
             for k in 0..n {
                 let mut idle = self.idle[(own + k) % n].lock();
                 let found = idle.iter().rposition(|i| {
-                    &i.key == key
-                        && if same_collation {
-                            i.conn.collation == collation
-                        } else {
-                            portable(i.conn.collation)
+                    i.key == login.key
+                        && match pass {
+                            0 => {
+                                i.conn.collation == login.collation
+                                    && i.conn.ignore_space == login.ignore_space
+                            }
+                            1 => i.conn.collation == login.collation,
+                            _ => portable(i.conn.collation),
                         }
                 });
                 if let Some(pos) = found {

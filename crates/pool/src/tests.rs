@@ -23,6 +23,7 @@ fn login() -> LoginTemplate {
         credential: Credential::Clear("p".into()),
         schema: None,
         collation: 45,
+        ignore_space: false,
     }
 }
 

@@ -968,3 +968,50 @@ async fn a_client_that_hangs_up_while_waiting_is_not_served() {
         .unwrap();
     assert_eq!(n, Some(0), "the statement of a client that hung up ran");
 }
+
+/// A client that hangs up while weir is still opening the backend connection for its
+/// statement (the server has not answered yet) leaves no slot taken on that server: its
+/// max_connections stays whole for other clients.
+#[test]
+fn a_client_that_hangs_up_during_a_backend_connect_leaves_the_slot_free() {
+    // A "server" that accepts connections and never greets.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let accepted = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().take(1) {
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let w = common::admin::start("monitor_enabled = false\nconnect_timeout_server = 4000");
+    common::admin::admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_servers (hostgroup_id, hostname, port, max_connections) \
+             VALUES (7, '127.0.0.1', {silent_port}, 1); \
+             INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) \
+             VALUES (1, 1, '^SELECT 7', 7, 1); \
+             LOAD MYSQL SERVERS TO RUNTIME; LOAD MYSQL QUERY RULES TO RUNTIME"
+        ),
+    );
+    let used = || {
+        common::admin::value(
+            &w,
+            "SELECT ConnUsed FROM stats_mysql_connection_pool WHERE hostgroup = 7",
+        )
+    };
+    let (mut c, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    c.send(b"\x03SELECT 7");
+    wait_until("the connect to start", Duration::from_secs(3), || {
+        used() == "1"
+    });
+    drop(c);
+    wait_until(
+        "the slot of the client that hung up to be free",
+        Duration::from_secs(2),
+        || used() == "0",
+    );
+    accepted.join().unwrap();
+}

@@ -1488,26 +1488,22 @@ async fn set_character_set_follows_the_schema_it_ran_in() {
          CREATE DATABASE IF NOT EXISTS mp_utf8mb4 CHARACTER SET utf8mb4",
     );
     let mut a = connect(&w, Some("mp_latin1")).await;
-    let mut b = connect(&w, Some("weirtest")).await;
     a.query_drop("SET CHARACTER SET utf8mb4").await.unwrap();
     let first: Option<u64> = a.query_first("SELECT CONNECTION_ID()").await.unwrap();
     a.query_drop("USE mp_utf8mb4").await.unwrap();
-    // b takes the connection a just used: a's next statement runs on the other one.
-    b.query_drop("BEGIN").await.unwrap();
-    let b_on: Option<u64> = b.query_first("SELECT CONNECTION_ID()").await.unwrap();
+    // The connection a used is gone: its next statement runs on another one.
+    primary(&format!("KILL {}", first.unwrap()));
     let row: Option<(String, String, u64)> = a
         .query_first("SELECT CHARSET('x'), @@collation_connection, CONNECTION_ID()")
         .await
         .unwrap();
     let (charset, collation, a_on) = row.unwrap();
-    assert_eq!(b_on, first, "b got the connection a left");
     assert_ne!(Some(a_on), first, "a moved to another connection");
     assert_eq!(
         (charset.as_str(), collation.as_str()),
         ("latin1", "latin1_swedish_ci"),
         "the charset of the schema SET CHARACTER SET ran in, as on the server"
     );
-    b.query_drop("COMMIT").await.unwrap();
 }
 
 /// KILL of a session that waits for a backend connection ends the wait at once.
@@ -2354,4 +2350,79 @@ fn the_same_text_prepared_under_two_collations_reads_as_each_client() {
         "{}",
         w.stderr_tail(20)
     );
+}
+
+/// What a text query or a prepare gave: the first row, or the error code.
+type RawOutcome = Result<Vec<Option<String>>, u16>;
+
+fn raw_outcome(reply: &[Vec<u8>]) -> RawOutcome {
+    match reply[0][0] {
+        0xff => Err(u16::from_le_bytes([reply[0][1], reply[0][2]])),
+        0 => Ok(Vec::new()),
+        _ => Ok(raw_first_row(reply)),
+    }
+}
+
+/// A client whose handshake had CLIENT_IGNORE_SPACE and one without take turns on one
+/// connection: their sql_mode, and how `count (*)` reads, by query and by prepare.
+fn ignore_space_run(port: u16) -> Vec<(&'static str, RawOutcome)> {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let login = |extra| {
+        let (c, p) = RawClient::login_caps(port, WEIR_USER, WEIR_PASS, Some("weirtest"), extra);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut a = login(weir_wire::cap::IGNORE_SPACE);
+    let mut b = login(0);
+    let spaced = "SELECT count (*) FROM (SELECT 1) t";
+    let mut seen = Vec::new();
+    let mut run = |label, c: &mut RawClient, q: &str| seen.push((label, raw_outcome(&c.query(q))));
+    run("a sql_mode", &mut a, "SELECT @@sql_mode");
+    run("b sql_mode", &mut b, "SELECT @@sql_mode");
+    run("a spaced", &mut a, spaced);
+    run("b spaced", &mut b, spaced);
+    run("a sql_mode again", &mut a, "SELECT @@sql_mode");
+    let mut prepare = vec![0x16];
+    prepare.extend_from_slice(spaced.as_bytes());
+    let mut prepared = Vec::new();
+    for (label, c) in [("a prepares", &mut a), ("b prepares", &mut b)] {
+        let r = c.command(&prepare, Expect::Prepare);
+        let outcome = match r[0][0] {
+            0xff => Err(u16::from_le_bytes([r[0][1], r[0][2]])),
+            _ => Ok(Vec::new()),
+        };
+        prepared.push((label, outcome));
+    }
+    b.query("SET sql_mode = 'ANSI'");
+    run("a after b's SET", &mut a, "SELECT @@sql_mode");
+    run("b after its SET", &mut b, "SELECT @@sql_mode");
+    let r = a.command(&[0x1f], Expect::Status);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    run("a after its reset", &mut a, "SELECT @@sql_mode");
+    run("b last", &mut b, "SELECT @@sql_mode");
+    seen.extend(prepared);
+    seen
+}
+
+/// CLIENT_IGNORE_SPACE only adds IGNORE_SPACE to the session's sql_mode: clients with and
+/// without it share connections, each with its own sql_mode and parsing.
+#[test]
+fn clients_with_and_without_ignore_space_share_a_connection() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = ignore_space_run(topo().primary.port);
+    let mode = |r: &RawOutcome| r.clone().unwrap()[0].clone().unwrap();
+    assert!(mode(&direct[0].1).contains("IGNORE_SPACE"), "{direct:?}");
+    assert!(!mode(&direct[1].1).contains("IGNORE_SPACE"), "{direct:?}");
+    assert_ne!(
+        direct[2].1, direct[3].1,
+        "the server reads `count (*)` differently"
+    );
+    let through_weir = ignore_space_run(w.port);
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+    let connects = table(
+        &w,
+        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    );
+    assert_eq!(connects[0]["ConnOK"], "1", "one connection served both");
 }

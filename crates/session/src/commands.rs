@@ -747,6 +747,7 @@ impl Session {
                 credential: cred.clone(),
                 schema: None,
                 collation: self.login.collation,
+                ignore_space: self.login.ignore_space,
             };
             if let Some(e) = self
                 .schema_refused(user.default_hostgroup, &probe, db)

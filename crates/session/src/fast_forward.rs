@@ -16,13 +16,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use weir_backend::CORRECTNESS_CAPS;
+use weir_backend::{CORRECTNESS_CAPS, SESSION_CAPS};
 use weir_pool::{LoginTemplate, PooledConn};
 use weir_wire::msg::{ErrInfo, OkInfo};
 use weir_wire::{cap, errcode};
 
 /// Capabilities the backend must share with the client for its bytes to pass unchanged.
-const PASSTHROUGH_CAPS: u32 = CORRECTNESS_CAPS | cap::DEPRECATE_EOF;
+const PASSTHROUGH_CAPS: u32 = CORRECTNESS_CAPS | SESSION_CAPS | cap::DEPRECATE_EOF;
 
 /// Bytes read at once in each direction.
 const CHUNK: usize = 16 * 1024;

@@ -257,6 +257,7 @@ mod tests {
                 credential: Credential::Clear("x".into()),
                 schema: None,
                 collation: 45,
+                ignore_space: false,
             }),
             kill_queries: Arc::default(),
         }

@@ -244,12 +244,14 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         capabilities: client.caps & CORRECTNESS_CAPS,
         mariadb_capabilities: client.mariadb_caps,
     };
+    let ignore_space = client.caps & weir_wire::cap::IGNORE_SPACE != 0;
     if login.user.fast_forward {
         let template = LoginTemplate {
             key,
             credential: login.credential.clone(),
             schema,
             collation: login.collation,
+            ignore_space,
         };
         let hostgroup = login.user.default_hostgroup;
         crate::fast_forward::serve(
@@ -271,6 +273,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
             credential: login.credential.clone(),
             schema: schema.clone(),
             collation: login.collation,
+            ignore_space,
         }),
         shared,
         handle,

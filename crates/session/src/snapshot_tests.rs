@@ -61,6 +61,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
             credential: Credential::Clear("x".into()),
             schema: Some("shop".into()),
             collation: 45,
+            ignore_space: false,
         }),
         user,
         schema: Some("shop".into()),

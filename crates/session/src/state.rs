@@ -182,7 +182,7 @@ impl Session {
     /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER).
     pub(crate) fn reset_state(&mut self) {
         self.vars = weir_sql::SessionVars::default();
-        if self.login.key.capabilities & weir_wire::cap::IGNORE_SPACE != 0 {
+        if self.login.ignore_space {
             // The server adds IGNORE_SPACE for CLIENT_IGNORE_SPACE at login only: after a
             // reset or a change of user, sql_mode is the global one.
             if let SetEffect::Tracked(a) = weir_sql::parse_set(b"SET sql_mode = DEFAULT") {
@@ -258,10 +258,10 @@ impl Session {
         };
         let needs_id =
             self.effects.reads_last_insert_id && b.conn_ref().last_insert_id != self.last_insert_id;
-        if b.conn_ref().vars == self.vars
-            && b.conn_ref().collation == self.login.collation
-            && !needs_id
-        {
+        let conn = b.conn_ref();
+        let same_start =
+            conn.collation == self.login.collation && conn.ignore_space == self.login.ignore_space;
+        if conn.vars == self.vars && same_start && !needs_id {
             return Ok(SyncOutcome::Ready);
         }
         let server = b.server().clone();
@@ -302,6 +302,7 @@ impl Session {
             let conn = b.conn();
             conn.vars.clone_from(&self.vars);
             conn.collation = self.login.collation;
+            conn.ignore_space = self.login.ignore_space;
             if needs_id {
                 conn.last_insert_id = self.last_insert_id;
             }
@@ -318,12 +319,12 @@ impl Session {
         let conn = self.backend.as_ref()?.conn_ref();
         if conn
             .vars
-            .parse_context_from(conn.collation)
+            .parse_context_from(conn.collation, conn.ignore_space)
             .parses_as(context)
         {
             return None;
         }
-        if conn.collation != self.login.collation {
+        if conn.collation != self.login.collation || conn.ignore_space != self.login.ignore_space {
             // Not synced to this session yet: not the state the statements below start from.
             return None;
         }
@@ -383,7 +384,8 @@ fn sync_context<'a>(
         handshake_collation: login.collation,
         connection_collation: conn.collation,
         server_version: &conn.server_version,
-        ignore_space: login.key.capabilities & weir_wire::cap::IGNORE_SPACE != 0,
+        ignore_space: login.ignore_space,
+        connection_ignore_space: conn.ignore_space,
     }
 }
 

@@ -269,7 +269,9 @@ impl Session {
             let global = self.shared.statements.intern(
                 &self.user.username,
                 self.schema.as_deref(),
-                &self.vars.parse_context_from(self.login.collation),
+                &self
+                    .vars
+                    .parse_context_from(self.login.collation, self.login.ignore_space),
                 text.get(1..).unwrap_or_default(),
                 (o.prepared_params, o.prepared_columns),
                 rt.mysql.max_stmts_cache as usize,

@@ -35,9 +35,12 @@ pub struct SyncContext<'a> {
     pub connection_collation: u8,
     /// The server's version string, which decides between `tx_*` and `transaction_*` names.
     pub server_version: &'a str,
-    /// Whether the connection's handshake had CLIENT_IGNORE_SPACE, which adds IGNORE_SPACE to
+    /// Whether the client's handshake had CLIENT_IGNORE_SPACE, which adds IGNORE_SPACE to
     /// the session's sql_mode on top of the server default.
     pub ignore_space: bool,
+    /// Whether the connection's sql_mode starts with IGNORE_SPACE added (its handshake's
+    /// flag, or that of the last session that synced it).
+    pub connection_ignore_space: bool,
 }
 
 /// The charset slots, which the handshake sets rather than the server defaults, in the order
@@ -49,6 +52,11 @@ const CHARSET_KEYS: [&str; 3] = [
 ];
 
 const RESULTS_KEY: &str = "character_set_results";
+
+const SQL_MODE: &str = "sql_mode";
+
+/// The sql_mode a session whose handshake had CLIENT_IGNORE_SPACE starts with.
+const IGNORE_SPACE_MODE: &str = "CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')";
 
 /// The slots that change how the server reads a statement's text when it prepares it: the
 /// charset of the text and of its literals, and sql_mode (ANSI_QUOTES, PIPES_AS_CONCAT,
@@ -74,12 +82,18 @@ impl SessionVars {
     /// charsets start at `collation`, with the charset slots it holds no value for spelled
     /// out: two clients that set nothing but logged in with different collations have
     /// different contexts, since their statements read differently.
-    pub fn parse_context_from(&self, collation: u8) -> SessionVars {
-        match self.with_charsets_from(collation) {
+    /// The sql_mode a handshake with CLIENT_IGNORE_SPACE (`ignore_space`) starts with is
+    /// spelled out the same way.
+    pub fn parse_context_from(&self, collation: u8, ignore_space: bool) -> SessionVars {
+        let mut context = match self.with_charsets_from(collation) {
             Some(spelled) => spelled.parse_context(),
             // An id weir has no name for: connections of that collation serve its clients only.
             None => self.parse_context(),
+        };
+        if ignore_space && context.system_value(SQL_MODE).is_none() {
+            context.set_system(SQL_MODE, SQL_MODE, Some(IGNORE_SPACE_MODE));
         }
+        context
     }
 
     /// Whether a statement prepared under `self` would be read as under `context` (a
@@ -217,15 +231,23 @@ impl SessionVars {
             .chain(&conn.system)
             .map(|s| s.key)
             .collect();
+        // Neither side set sql_mode, but they start from different ones.
+        let sql_mode_bases_differ = ctx.ignore_space != ctx.connection_ignore_space;
+        if sql_mode_bases_differ {
+            keys.push(SQL_MODE);
+        }
         keys.sort_unstable();
         keys.dedup();
         let modern = modern_transaction_names(ctx.server_version);
         for key in keys.into_iter().filter(|k| !CHARSET_KEYS.contains(k)) {
             let (mine, theirs) = (self.system_value(key), conn.system_value(key));
-            if mine == theirs {
+            if mine == theirs && !(key == SQL_MODE && mine.is_none() && sql_mode_bases_differ) {
                 continue;
             }
-            let name = replay_name(mine.or(theirs), modern);
+            let name = match replay_name(mine.or(theirs), modern) {
+                "" => key,
+                name => name,
+            };
             if key == OPTIMIZER_SWITCH && theirs.is_some() {
                 // Its assignments accumulate: start again from the connection default.
                 items.push(format!("{name}=DEFAULT"));
@@ -237,8 +259,8 @@ impl SessionVars {
             items.push(match mine {
                 Some(mine) => format!("{name}={}", mine.value),
                 // DEFAULT is the global value, without what CLIENT_IGNORE_SPACE added at login.
-                None if key == "sql_mode" && ctx.ignore_space => {
-                    format!("{name}=CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')")
+                None if key == SQL_MODE && ctx.ignore_space => {
+                    format!("{name}={IGNORE_SPACE_MODE}")
                 }
                 None => format!("{name}=DEFAULT"),
             });

@@ -11,6 +11,7 @@ const MARIADB: SyncContext<'static> = SyncContext {
     connection_collation: 45,
     server_version: "10.11.6-MariaDB-1:10.11.6+maria~ubu2204",
     ignore_space: false,
+    connection_ignore_space: false,
 };
 
 fn assignments(q: &str) -> Vec<Assignment> {
@@ -114,6 +115,7 @@ fn unknown_handshake_collation_fails_without_output() {
         connection_collation: 255,
         server_version: "8.0.36",
         ignore_space: false,
+        connection_ignore_space: false,
     };
     let conn = state(&["SET NAMES latin1, sql_mode=''"]);
     let mut out = vec!["kept".to_owned()];
@@ -272,6 +274,7 @@ fn transaction_names_follow_the_server_version() {
             connection_collation: 45,
             server_version: version,
             ignore_space: false,
+            connection_ignore_space: false,
         };
         assert_eq!(sync(&client, &conn, &ctx), vec![expected], "{version}");
         assert_eq!(
@@ -415,6 +418,7 @@ proptest! {
             connection_collation: handshake,
             server_version: if mysql { "8.0.36" } else { "10.11.6-MariaDB" },
             ignore_space: false,
+            connection_ignore_space: false,
         };
         let mut client = SessionVars::default();
         for q in &client_statements {
@@ -482,6 +486,7 @@ fn default_sql_mode_keeps_ignore_space_from_the_handshake() {
     let client = SessionVars::default();
     let ctx = SyncContext {
         ignore_space: true,
+        connection_ignore_space: true,
         ..MARIADB
     };
     let mut out = Vec::new();
@@ -572,4 +577,38 @@ fn a_connection_from_another_handshake_collation_is_brought_to_the_clients() {
     let mut out = Vec::new();
     assert!(!nothing.sync_statements(&nothing, &on(45, 255), &mut out));
     assert!(out.is_empty());
+}
+
+#[test]
+fn a_connection_with_another_ignore_space_start_gets_the_clients_sql_mode() {
+    let on = |client: bool, conn: bool| SyncContext {
+        ignore_space: client,
+        connection_ignore_space: conn,
+        ..MARIADB
+    };
+    let nothing = SessionVars::default();
+    assert_eq!(
+        sync(&nothing, &nothing, &on(true, false)),
+        vec!["SET sql_mode=CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')"]
+    );
+    assert_eq!(
+        sync(&nothing, &nothing, &on(false, true)),
+        vec!["SET sql_mode=DEFAULT"]
+    );
+    // A sql_mode set by the client, or by both alike, needs nothing more.
+    let ansi = state(&["SET sql_mode = 'ANSI'"]);
+    assert!(sync(&ansi, &ansi, &on(false, true)).is_empty());
+    assert_eq!(
+        sync(&ansi, &nothing, &on(false, true)),
+        vec!["SET sql_mode='ANSI'"]
+    );
+    // Parse contexts tell the two starts apart.
+    assert_ne!(
+        nothing.parse_context_from(45, true),
+        nothing.parse_context_from(45, false)
+    );
+    assert_eq!(
+        ansi.parse_context_from(45, true),
+        ansi.parse_context_from(45, false)
+    );
 }
