@@ -1015,3 +1015,57 @@ fn a_client_that_hangs_up_during_a_backend_connect_leaves_the_slot_free() {
     );
     accepted.join().unwrap();
 }
+
+/// The first byte of each packet of a reply (and an ERR's code).
+fn reply_shape(reply: &[Vec<u8>]) -> Vec<(u8, Option<u16>)> {
+    reply.iter().map(|p| (p[0], err_code(p))).collect()
+}
+
+/// A client's own KILL QUERY of its `SELECT SLEEP(3)`, 700 ms in: the reply it gets.
+fn killed_sleep_reply(port: u16) -> Vec<(u8, Option<u16>)> {
+    let (mut a, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let id = a.greeting.connection_id;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        let (mut k, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let r = k.query(&format!("KILL QUERY {id}"));
+        assert_eq!(r[0][0], 0, "{r:?}");
+    });
+    // Statements of other clients on backends (one per worker, as connections are spread
+    // over them): A's statement then opens a pipe on its connection through weir.
+    let busy: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (mut b, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+                assert_eq!(ok[0], 0, "{ok:?}");
+                b.query("SELECT SLEEP(2)");
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let reply = a.query("SELECT SLEEP(3)");
+    killer.join().unwrap();
+    for b in busy {
+        b.join().unwrap();
+    }
+    reply_shape(&reply)
+}
+
+/// With mysql-pipeline_depth > 1 a reply ending in ERR 1317 is held back only when a KILL
+/// meant for another statement may have caused it: the client's own KILL QUERY gets the
+/// server's reply as sent (the column definitions, then the ERR), by which drivers tell an
+/// interrupted statement from one that failed (Connector/J's setQueryTimeout).
+#[test]
+fn a_clients_own_kill_on_a_pipe_gets_the_servers_reply() {
+    let w = common::admin::start("pipeline_depth = 4");
+    let direct = killed_sleep_reply(common::topo().primary.port);
+    assert_eq!(
+        direct.last(),
+        Some(&(0xff, Some(1317))),
+        "the server itself: {direct:?}"
+    );
+    assert!(direct.len() > 1, "the server itself: {direct:?}");
+    assert_eq!(killed_sleep_reply(w.port), direct, "{}", w.stderr_tail(20));
+}

@@ -169,7 +169,7 @@ async fn relay_timed(
     target: KillTarget<'_>,
     client_stmt_id: Option<u32>,
     capture: Option<&mut Capture>,
-    withhold_interrupted: bool,
+    withhold_interrupted: Option<crate::relay::Withhold<'_>>,
 ) -> Timed {
     let guard = ReplyGuard::default();
     let relay = async {
@@ -347,7 +347,11 @@ impl Session {
             target,
             self.reply_stmt_id,
             self.capture.as_mut(),
-            self.pipe.is_some(),
+            self.pipe.as_ref().map(|p| crate::relay::Withhold {
+                kills_at_write: p.kills_at_write,
+                kill_queries: &kill_queries,
+                requested: &self.handle.kill_query_requested,
+            }),
         )
         .await;
         drop(on_backend);

@@ -184,9 +184,35 @@ pub struct RelayExtras<'a> {
     /// Keep a copy of the reply here.
     pub capture: Option<&'a mut Capture>,
     /// Do not forward a reply that ends with ERR 1317 (query interrupted) before any of it
-    /// reached the client: on a pipe it may come from a KILL QUERY meant for the statement
-    /// before it.
-    pub withhold_interrupted: bool,
+    /// reached the client, when it may come from a KILL QUERY meant for the statement before
+    /// it on a pipe.
+    pub withhold_interrupted: Option<Withhold<'a>>,
+}
+
+/// When a reply ending in ERR 1317 on a pipe may not be its statement's own (see
+/// [`RelayExtras::withhold_interrupted`]).
+#[derive(Debug)]
+pub struct Withhold<'a> {
+    /// The connection's KILL QUERY count when the command was written.
+    pub kills_at_write: u64,
+    /// The connection's KILL QUERY count (`BackendConn::kill_queries`).
+    pub kill_queries: &'a std::sync::atomic::AtomicU64,
+    /// Whether the session's own client asked for a KILL QUERY of the command.
+    pub requested: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Withhold<'_> {
+    /// Whether a KILL weir sent for another statement may have stopped this one, and its
+    /// client did not ask for one: only then is its 1317 held back (the statement runs
+    /// again). Otherwise the reply is the statement's own and goes as the server sent it,
+    /// metadata and all: drivers tell a timeout by it (Connector/J's setQueryTimeout).
+    fn applies(&self) -> bool {
+        !self.requested.load(Ordering::SeqCst)
+            && crate::exec::kill_may_have_hit(
+                self.kills_at_write,
+                self.kill_queries.load(Ordering::Relaxed),
+            )
+    }
 }
 
 struct Relay<'a> {
@@ -201,7 +227,7 @@ struct Relay<'a> {
     max_packet: usize,
     client_stmt_id: Option<u32>,
     capture: Option<&'a mut Capture>,
-    withhold_interrupted: bool,
+    withhold_interrupted: Option<Withhold<'a>>,
 }
 
 /// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
@@ -468,7 +494,10 @@ impl Relay<'_> {
                     self.out.error = ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
                     // The server may have sent the result's metadata before the KILL: none
                     // of it reached the client yet (the guard says so), so all of it goes.
-                    if self.withhold_interrupted
+                    if self
+                        .withhold_interrupted
+                        .as_ref()
+                        .is_some_and(Withhold::applies)
                         && self
                             .out
                             .error
