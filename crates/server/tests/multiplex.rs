@@ -46,6 +46,15 @@ fn mariadb(w: &WeirProcess, args: &[&str], sql: &str) -> (String, String) {
     (stdout, stderr)
 }
 
+/// Backend connections weir opened to hostgroup 0 (ConnOK).
+fn backend_connects(w: &WeirProcess) -> u64 {
+    let rows = table(
+        w,
+        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    );
+    rows[0]["ConnOK"].parse().unwrap()
+}
+
 /// Backend connections in use in hostgroup 0 (held by sessions) and the most ever used.
 fn pool_use(w: &WeirProcess) -> (u64, u64) {
     let rows = table(
@@ -1924,33 +1933,11 @@ async fn set_names_collate_describes_columns_as_on_the_server() {
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
 }
 
-/// The column definitions of a reply read by [`common::raw::RawClient`]: a result set (column
-/// count first) or a prepare's reply (its columns after its parameters).
+/// (name, charset, flags) of each column definition of a reply read by a raw client.
 fn raw_column_meta(reply: &[Vec<u8>]) -> Vec<ColumnMeta> {
-    use weir_wire::io::Reader;
-    let (first, count) = match reply[0][0] {
-        0 => {
-            let columns = u16::from_le_bytes([reply[0][5], reply[0][6]]) as usize;
-            let params = u16::from_le_bytes([reply[0][7], reply[0][8]]) as usize;
-            // Parameter definitions and their EOF come first.
-            (1 + params + usize::from(params > 0), columns)
-        }
-        _ => (1, Reader::new(&reply[0]).lenenc("count").unwrap() as usize),
-    };
-    reply[first..first + count]
-        .iter()
-        .map(|def| {
-            let mut r = Reader::new(def);
-            for what in ["catalog", "schema", "table", "org_table"] {
-                r.lenenc_bytes(what).unwrap();
-            }
-            let name = String::from_utf8_lossy(r.lenenc_bytes("name").unwrap()).into_owned();
-            r.lenenc_bytes("org_name").unwrap();
-            r.lenenc("fixed").unwrap();
-            let charset = r.u16("charset").unwrap();
-            r.take(5, "length, type").unwrap();
-            (name, charset, r.u16("flags").unwrap())
-        })
+    common::raw::column_defs(reply, false)
+        .into_iter()
+        .map(|d| (d.name, d.charset, d.flags))
         .collect()
 }
 
@@ -2134,26 +2121,6 @@ async fn a_set_of_expressions_is_read_back_not_pinned() {
     );
 }
 
-/// The first row of a text result set read by [`common::raw::RawClient`] (None for NULL).
-fn raw_first_row(reply: &[Vec<u8>]) -> Vec<Option<String>> {
-    use weir_wire::io::Reader;
-    let count = Reader::new(&reply[0]).lenenc("count").unwrap() as usize;
-    let is_eof = |p: &Vec<u8>| p.as_slice().first() == Some(&0xfe) && p.len() < 9;
-    let row = reply[1 + count..].iter().find(|p| !is_eof(p)).unwrap();
-    let mut r = Reader::new(row);
-    (0..count)
-        .map(|_| {
-            if <[u8]>::first(r.remaining()) == Some(&0xfb) {
-                r.take(1, "NULL").unwrap();
-                None
-            } else {
-                let v = r.lenenc_bytes("value").unwrap();
-                Some(String::from_utf8_lossy(v).into_owned())
-            }
-        })
-        .collect()
-}
-
 /// What a client saw at one step: its column definitions and first row.
 type Look = (&'static str, Vec<ColumnMeta>, Vec<Option<String>>);
 
@@ -2176,7 +2143,11 @@ fn mixed_collations_run(port: u16) -> Vec<Look> {
     let mut seen = Vec::new();
     let look = |label, client: &mut RawClient, seen: &mut Vec<_>| {
         let reply = client.query(q);
-        seen.push((label, raw_column_meta(&reply), raw_first_row(&reply)));
+        seen.push((
+            label,
+            raw_column_meta(&reply),
+            common::raw::text_first_row(&reply),
+        ));
     };
     look("a", &mut a, &mut seen);
     look("b", &mut b, &mut seen);
@@ -2224,12 +2195,9 @@ fn clients_with_different_collations_share_a_connection() {
     assert_eq!(ids[3], ("d", vec![8; 6]), "the server itself: {direct:?}");
     let through_weir = mixed_collations_run(w.port);
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
-    let connects = table(
-        &w,
-        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
-    );
     assert_eq!(
-        connects[0]["ConnOK"], "1",
+        backend_connects(&w),
+        1,
         "one backend connection served every collation"
     );
     // A collation weir has no name for (255, MySQL 8's utf8mb4_0900_ai_ci, which MariaDB
@@ -2247,40 +2215,16 @@ fn clients_with_different_collations_share_a_connection() {
             );
             assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
             let r = c.query("SELECT 'x' AS s, @@character_set_client, @@collation_connection");
-            (raw_column_meta(&r), raw_first_row(&r))
+            (raw_column_meta(&r), common::raw::text_first_row(&r))
         };
         [reply(255), reply(45), reply(255)]
     };
     assert_eq!(unknown(w.port), unknown(topo().primary.port));
-    let connects = table(
-        &w,
-        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
-    );
     assert_eq!(
-        connects[0]["ConnOK"], "4",
+        backend_connects(&w),
+        4,
         "255, 45, 255: a new connection each"
     );
-}
-
-/// The string columns of the first row of a binary-protocol result set.
-fn binary_first_row(reply: &[Vec<u8>]) -> Vec<Option<String>> {
-    use weir_wire::io::Reader;
-    let count = Reader::new(&reply[0]).lenenc("count").unwrap() as usize;
-    let is_eof = |p: &Vec<u8>| p.as_slice().first() == Some(&0xfe) && p.len() < 9;
-    let row = reply[1 + count..].iter().find(|p| !is_eof(p)).unwrap();
-    let mut r = Reader::new(row);
-    r.take(1, "header").unwrap();
-    let bitmap = r.take((count + 9) / 8, "nulls").unwrap().to_vec();
-    (0..count)
-        .map(|i| {
-            let bit = i + 2;
-            if bitmap[bit / 8] & (1 << (bit % 8)) != 0 {
-                return None;
-            }
-            let v = r.lenenc_bytes("value").unwrap();
-            Some(String::from_utf8_lossy(v).into_owned())
-        })
-        .collect()
 }
 
 /// Two clients with different handshake collations (45 utf8mb4_general_ci, 224
@@ -2308,7 +2252,7 @@ fn same_text_two_collations_run(port: u16) -> Vec<(&'static str, Vec<Option<Stri
         e.extend_from_slice(id);
         e.push(0);
         e.extend_from_slice(&1u32.to_le_bytes());
-        binary_first_row(&c.command(&e, Expect::ResultSets))
+        common::raw::binary_first_row(&c.command(&e, Expect::ResultSets))
     };
     let (mut a, mut b) = (login(45), login(224));
     let mut seen = Vec::new();
@@ -2359,7 +2303,7 @@ fn raw_outcome(reply: &[Vec<u8>]) -> RawOutcome {
     match reply[0][0] {
         0xff => Err(u16::from_le_bytes([reply[0][1], reply[0][2]])),
         0 => Ok(Vec::new()),
-        _ => Ok(raw_first_row(reply)),
+        _ => Ok(common::raw::text_first_row(reply)),
     }
 }
 
@@ -2420,9 +2364,5 @@ fn clients_with_and_without_ignore_space_share_a_connection() {
     );
     let through_weir = ignore_space_run(w.port);
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
-    let connects = table(
-        &w,
-        "SELECT ConnOK FROM stats_mysql_connection_pool WHERE hostgroup = 0",
-    );
-    assert_eq!(connects[0]["ConnOK"], "1", "one connection served both");
+    assert_eq!(backend_connects(&w), 1, "one connection served both");
 }

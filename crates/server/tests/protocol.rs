@@ -774,34 +774,12 @@ fn change_user_with_the_greeting_scramble() {
     assert_eq!(run(common::weir().port), direct);
 }
 
-/// The column definitions of a reply, each split as (name, extended type info): `None` when
-/// the definition has no extended-metadata field, else its bytes. Panics on a definition that
-/// does not parse in that format (the client would misread it).
+/// (name, extended type info) of each column definition of a reply to a client with MariaDB's
+/// extended metadata (`extended`) or without.
 fn definitions(reply: &[Vec<u8>], extended: bool) -> Vec<(String, Option<Vec<u8>>)> {
-    use weir_wire::io::Reader;
-    let (first, count) = match reply[0][0] {
-        0 => {
-            let columns = u16::from_le_bytes([reply[0][5], reply[0][6]]) as usize;
-            let params = u16::from_le_bytes([reply[0][7], reply[0][8]]) as usize;
-            (1 + params + usize::from(params > 0), columns)
-        }
-        _ => (1, Reader::new(&reply[0]).lenenc("count").unwrap() as usize),
-    };
-    reply[first..first + count]
-        .iter()
-        .map(|def| {
-            let mut r = Reader::new(def);
-            for what in ["catalog", "schema", "table", "org_table"] {
-                r.lenenc_bytes(what).unwrap();
-            }
-            let name = String::from_utf8_lossy(r.lenenc_bytes("name").unwrap()).into_owned();
-            r.lenenc_bytes("org_name").unwrap();
-            let ext = extended.then(|| r.lenenc_bytes("extended").unwrap().to_vec());
-            assert_eq!(r.u8("fixed").unwrap(), 0x0c, "{name}: {def:?}");
-            r.take(12, "fixed fields").unwrap();
-            assert!(r.is_empty(), "{name}: trailing bytes in {def:?}");
-            (name, ext)
-        })
+    common::raw::column_defs(reply, extended)
+        .into_iter()
+        .map(|d| (d.name, d.extended))
         .collect()
 }
 

@@ -209,3 +209,98 @@ pub fn warm_pool(port: u16, n: usize) -> Vec<RawClient> {
     }
     warm
 }
+
+/// One column definition of a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub charset: u16,
+    pub flags: u16,
+    /// MariaDB's extended type info, when read as sent to a client with extended metadata.
+    pub extended: Option<Vec<u8>>,
+}
+
+/// The column definitions of a reply read by [`RawClient`]: a result set (column count first)
+/// or a prepare's reply (its columns after its parameters). `extended`: the definitions carry
+/// MariaDB's extended type info. Panics on a definition that does not parse whole in that
+/// format (the client would misread it).
+pub fn column_defs(reply: &[Vec<u8>], extended: bool) -> Vec<ColumnDef> {
+    use weir_wire::io::Reader;
+    let (first, count) = match reply[0][0] {
+        0 => {
+            let columns = u16::from_le_bytes([reply[0][5], reply[0][6]]) as usize;
+            let params = u16::from_le_bytes([reply[0][7], reply[0][8]]) as usize;
+            // Parameter definitions and their EOF come first.
+            (1 + params + usize::from(params > 0), columns)
+        }
+        _ => (1, Reader::new(&reply[0]).lenenc("count").unwrap() as usize),
+    };
+    reply[first..first + count]
+        .iter()
+        .map(|def| {
+            let mut r = Reader::new(def);
+            for what in ["catalog", "schema", "table", "org_table"] {
+                r.lenenc_bytes(what).unwrap();
+            }
+            let name = String::from_utf8_lossy(r.lenenc_bytes("name").unwrap()).into_owned();
+            r.lenenc_bytes("org_name").unwrap();
+            let extended = extended.then(|| r.lenenc_bytes("extended").unwrap().to_vec());
+            assert_eq!(r.u8("fixed").unwrap(), 0x0c, "{name}: {def:?}");
+            let charset = r.u16("charset").unwrap();
+            r.take(5, "length, type").unwrap();
+            let flags = r.u16("flags").unwrap();
+            r.take(3, "decimals, filler").unwrap();
+            assert!(r.is_empty(), "{name}: trailing bytes in {def:?}");
+            ColumnDef {
+                name,
+                charset,
+                flags,
+                extended,
+            }
+        })
+        .collect()
+}
+
+/// The first row packet of a result set and its column count.
+fn first_row(reply: &[Vec<u8>]) -> (&[u8], usize) {
+    let count = weir_wire::io::Reader::new(&reply[0])
+        .lenenc("count")
+        .unwrap() as usize;
+    let is_eof = |p: &&Vec<u8>| p.first() == Some(&0xfe) && p.len() < 9;
+    let row = reply[1 + count..].iter().find(|p| !is_eof(p)).unwrap();
+    (row, count)
+}
+
+/// The first row of a text result set (None for NULL).
+pub fn text_first_row(reply: &[Vec<u8>]) -> Vec<Option<String>> {
+    let (row, count) = first_row(reply);
+    let mut r = weir_wire::io::Reader::new(row);
+    (0..count)
+        .map(|_| {
+            if r.remaining().first() == Some(&0xfb) {
+                r.take(1, "NULL").unwrap();
+                return None;
+            }
+            let v = r.lenenc_bytes("value").unwrap();
+            Some(String::from_utf8_lossy(v).into_owned())
+        })
+        .collect()
+}
+
+/// The first row of a binary-protocol result set whose columns are all strings.
+pub fn binary_first_row(reply: &[Vec<u8>]) -> Vec<Option<String>> {
+    let (row, count) = first_row(reply);
+    let mut r = weir_wire::io::Reader::new(row);
+    r.take(1, "header").unwrap();
+    let nulls = r.take((count + 9) / 8, "nulls").unwrap().to_vec();
+    (0..count)
+        .map(|i| {
+            let bit = i + 2;
+            if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
+                return None;
+            }
+            let v = r.lenenc_bytes("value").unwrap();
+            Some(String::from_utf8_lossy(v).into_owned())
+        })
+        .collect()
+}
