@@ -278,12 +278,23 @@ async fn random_client(
             46..=53 => {
                 let mode = SQL_MODES[rng.below(4) as usize];
                 m.sql_mode = mode.to_string();
-                format!("SET SESSION sql_mode = '{mode}'")
+                if rng.below(2) == 0 {
+                    format!("SET SESSION sql_mode = '{mode}'")
+                } else {
+                    // Evaluated by the server and read back by weir.
+                    format!(
+                        "SET SESSION sql_mode = IF(@@sql_mode = '{mode}', @@sql_mode, '{mode}')"
+                    )
+                }
             }
             54..=61 => {
                 let tz = TIME_ZONES[rng.below(4) as usize];
                 m.time_zone = tz.to_string();
-                format!("SET @@time_zone = '{tz}'")
+                if rng.below(2) == 0 {
+                    format!("SET @@time_zone = '{tz}'")
+                } else {
+                    format!("SET @@time_zone = CONCAT('', '{tz}')")
+                }
             }
             62..=71 => {
                 if rng.below(4) == 0 {
