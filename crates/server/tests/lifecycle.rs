@@ -1069,3 +1069,42 @@ fn a_clients_own_kill_on_a_pipe_gets_the_servers_reply() {
     assert!(direct.len() > 1, "the server itself: {direct:?}");
     assert_eq!(killed_sleep_reply(w.port), direct, "{}", w.stderr_tail(20));
 }
+
+/// A KILL QUERY of a statement waiting for a backend connection: the killer gets its OK
+/// before the victim gets its ERR 1317, as on the server (drivers such as Connector/J, which
+/// time statements out with a KILL QUERY of their own, tell their timeout from another's KILL
+/// by that order).
+#[test]
+fn the_killer_is_answered_before_the_killed_statement_ends() {
+    let w = start_with_max(1, "connect_timeout_server_max = 20000");
+    let (mut holder, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    holder.query("BEGIN");
+    holder.query("SELECT 1");
+    let (mut killer, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let ready = |c: &RawClient| {
+        let mut b = [0u8; 1];
+        c.stream.set_nonblocking(true).unwrap();
+        let r = c.stream.peek(&mut b);
+        c.stream.set_nonblocking(false).unwrap();
+        matches!(r, Ok(n) if n > 0)
+    };
+    for round in 0..20 {
+        let (mut victim, ok) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        victim.send(b"\x03SELECT 2");
+        std::thread::sleep(Duration::from_millis(50));
+        killer.send(format!("\x03KILL QUERY {}", victim.greeting.connection_id).as_bytes());
+        let t = Instant::now();
+        while !ready(&victim) {
+            assert!(t.elapsed() < Duration::from_secs(5), "round {round}: no reply");
+        }
+        assert!(ready(&killer), "round {round}: the victim's ERR came before the KILL's OK");
+        let (_, p) = victim.read_packet().unwrap();
+        assert_eq!(err_code(&p), Some(1317), "round {round}: {p:?}");
+        let (_, p) = killer.read_packet().unwrap();
+        assert_eq!(p[0], 0, "round {round}: {p:?}");
+    }
+    holder.query("ROLLBACK");
+}

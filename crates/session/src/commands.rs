@@ -861,18 +861,22 @@ impl Session {
         }
         // Never waits for the target, nor for a free connection: the KILL QUERY goes to the
         // server over a connection of its own, outside the pool. A statement not on a backend
-        // yet is ended by its session (see `SessionHandle::kill_query`).
-        if let Some(r) = target.kill_query() {
+        // yet is ended by its session (see `SessionHandle::kill_query`), woken only once the
+        // KILL is answered: as on the server, the killer's OK comes before the victim's ERR
+        // 1317 (Connector/J tells its own query timeout from another's KILL by that order).
+        if let Some(r) = target.mark_query_killed() {
             kill_on_backend(&self.shared, &r, true).await;
         }
-        if target.id == self.handle.id && !query_only {
+        let answered = if target.id == self.handle.id && !query_only {
             // Killing oneself: the server answers with an error and closes.
             self.client
                 .send_err(seq, &crate::session::connection_killed())
-                .await?;
-            return Ok(());
-        }
-        self.client.send_ok(seq, &self.ok_status()).await?;
+                .await
+        } else {
+            self.client.send_ok(seq, &self.ok_status()).await
+        };
+        target.wake_query_killed();
+        answered?;
         Ok(())
     }
 }

@@ -64,13 +64,26 @@ impl SessionHandle {
     /// its statement would reach a backend. A KILL never waits for the session: it goes to
     /// the server over a connection of its own, outside the pool.
     pub fn kill_query(&self) -> Option<Running> {
+        let running = self.mark_query_killed();
+        self.wake_query_killed();
+        running
+    }
+
+    /// The first half of [`SessionHandle::kill_query`]: the command is marked killed (a
+    /// session about to send it to a backend stops), but one waiting for a connection or for
+    /// its turn is not woken yet ([`SessionHandle::wake_query_killed`]).
+    pub fn mark_query_killed(&self) -> Option<Running> {
         self.kill_query_requested.store(true, Ordering::SeqCst);
         let running = self.running.lock();
         if running.is_none() {
             self.kill_query_pending.store(true, Ordering::SeqCst);
-            self.kill_query_wake.notify_waiters();
         }
         running.clone()
+    }
+
+    /// Wakes a session waiting for a connection or its turn whose command was marked killed.
+    pub fn wake_query_killed(&self) {
+        self.kill_query_wake.notify_waiters();
     }
 
     /// Publishes the statement the session is about to run on a backend thread, for KILL
