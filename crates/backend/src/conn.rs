@@ -33,7 +33,6 @@ pub const BACKEND_BASE_CAPS: u32 = cap::LONG_PASSWORD
 /// clients that negotiated the same ones.
 pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
     | cap::LOCAL_FILES
-    | cap::MULTI_STATEMENTS
     | cap::MULTI_RESULTS
     | cap::PS_MULTI_RESULTS
     // The server's OKs then carry session state changes (drivers such as mysql2 follow the
@@ -42,8 +41,9 @@ pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
 
 /// Client capabilities a connection is opened with for the client that needs it, but which
 /// do not keep it from serving others: CLIENT_IGNORE_SPACE only adds IGNORE_SPACE to the
-/// session's sql_mode, which a statement can change ([`BackendConn::ignore_space`]).
-pub const SESSION_CAPS: u32 = cap::IGNORE_SPACE;
+/// session's sql_mode, which a statement can change ([`BackendConn::ignore_space`]), and
+/// COM_SET_OPTION turns CLIENT_MULTI_STATEMENTS on and off ([`BackendConn::multi_statements`]).
+pub const SESSION_CAPS: u32 = cap::IGNORE_SPACE | cap::MULTI_STATEMENTS;
 
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -144,6 +144,9 @@ pub struct BackendConn {
     /// Whether its sql_mode starts with IGNORE_SPACE added, when [`BackendConn::vars`] holds
     /// none: its handshake's CLIENT_IGNORE_SPACE, then that of each session that synced it.
     pub ignore_space: bool,
+    /// Whether the server takes several statements in one COM_QUERY from it: its handshake's
+    /// CLIENT_MULTI_STATEMENTS, then as COM_SET_OPTION left it.
+    pub multi_statements: bool,
     /// Status flags of the last reply.
     pub status: u16,
     /// Whether a READ ONLY transaction ever ran here: MariaDB may keep the session read-only
@@ -275,6 +278,7 @@ impl BackendConn {
             schema: None,
             collation: params.collation,
             ignore_space: false,
+            multi_statements: false,
             status: 0,
             read_only_trx_seen: false,
             created: Instant::now(),
@@ -320,6 +324,7 @@ impl BackendConn {
         }
         conn.capabilities = caps;
         conn.ignore_space = caps & cap::IGNORE_SPACE != 0;
+        conn.multi_statements = caps & cap::MULTI_STATEMENTS != 0;
         conn.mariadb_capabilities = params.mariadb_capabilities;
         let (mut exchange, first) =
             Exchange::start(&g.auth_plugin, &g.scramble, &params.credential, unix)?;
@@ -425,6 +430,14 @@ impl BackendConn {
 
     /// Sends a command and reads its whole reply, discarding any rows. Returns the final OK
     /// (or EOF, as an OK without counts), or the server's error.
+    /// Turns multi-statements on or off (COM_SET_OPTION), as a client's handshake would have.
+    pub async fn set_multi_statements(&mut self, on: bool) -> Result<(), BackendError> {
+        let option: u16 = if on { 0 } else { 1 };
+        self.command(com::SET_OPTION, &option.to_le_bytes()).await?;
+        self.multi_statements = on;
+        Ok(())
+    }
+
     pub async fn command(&mut self, cmd: u8, arg: &[u8]) -> Result<OkInfo, BackendError> {
         let expect = match cmd {
             com::QUERY | com::STMT_EXECUTE => Expect::ResultSets,

@@ -52,6 +52,18 @@ pub struct LoginTemplate {
     /// Whether the client's handshake had CLIENT_IGNORE_SPACE: the same, for the sql_mode it
     /// starts with.
     pub ignore_space: bool,
+    /// Whether the client has multi-statements on (its handshake, then COM_SET_OPTION).
+    pub multi_statements: bool,
+}
+
+impl LoginTemplate {
+    /// The capabilities a new connection asks for on top of the key's: those the client's
+    /// session has now, which a statement may change later (`weir_backend::SESSION_CAPS`).
+    pub fn session_capabilities(&self) -> u32 {
+        let bit = |on: bool, cap: u32| if on { cap } else { 0 };
+        bit(self.ignore_space, weir_wire::cap::IGNORE_SPACE)
+            | bit(self.multi_statements, weir_wire::cap::MULTI_STATEMENTS)
+    }
 }
 
 /// Timeouts and limits the pool applies; replaced live on LOAD MYSQL VARIABLES.
@@ -487,12 +499,7 @@ impl Pool {
                 credential: login.credential.clone(),
                 schema: login.schema.clone(),
                 collation: login.collation,
-                capabilities: login.key.capabilities
-                    | if login.ignore_space {
-                        weir_wire::cap::IGNORE_SPACE
-                    } else {
-                        0
-                    },
+                capabilities: login.key.capabilities | login.session_capabilities(),
                 mariadb_capabilities: login.key.mariadb_capabilities,
                 connect_timeout: settings.connect_timeout,
             };

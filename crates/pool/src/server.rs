@@ -461,6 +461,7 @@ impl ServerState {
                             0 => {
                                 i.conn.collation == login.collation
                                     && i.conn.ignore_space == login.ignore_space
+                                    && i.conn.multi_statements == login.multi_statements
                             }
                             1 => i.conn.collation == login.collation,
                             _ => portable(i.conn.collation),

@@ -24,6 +24,7 @@ fn login() -> LoginTemplate {
         schema: None,
         collation: 45,
         ignore_space: false,
+        multi_statements: false,
     }
 }
 

@@ -1098,9 +1098,15 @@ fn the_killer_is_answered_before_the_killed_statement_ends() {
         killer.send(format!("\x03KILL QUERY {}", victim.greeting.connection_id).as_bytes());
         let t = Instant::now();
         while !ready(&victim) {
-            assert!(t.elapsed() < Duration::from_secs(5), "round {round}: no reply");
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "round {round}: no reply"
+            );
         }
-        assert!(ready(&killer), "round {round}: the victim's ERR came before the KILL's OK");
+        assert!(
+            ready(&killer),
+            "round {round}: the victim's ERR came before the KILL's OK"
+        );
         let (_, p) = victim.read_packet().unwrap();
         assert_eq!(err_code(&p), Some(1317), "round {round}: {p:?}");
         let (_, p) = killer.read_packet().unwrap();

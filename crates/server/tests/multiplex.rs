@@ -2377,3 +2377,57 @@ fn clients_with_and_without_ignore_space_share_a_connection() {
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
     assert_eq!(backend_connects(&w), 1, "one connection served both");
 }
+
+/// A client that logged in with CLIENT_MULTI_STATEMENTS and one without take turns on one
+/// connection, each switching it with COM_SET_OPTION: what `SELECT 1; SELECT 2` gives each.
+fn multi_statements_run(port: u16, weir: Option<&WeirProcess>) -> Vec<(&'static str, RawOutcome)> {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let login = |removed| {
+        let (c, p) = RawClient::login_without(
+            port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+            (0, 0),
+            removed,
+            45,
+        );
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut a = login(0);
+    let mut b = login(weir_wire::cap::MULTI_STATEMENTS);
+    let two = "SELECT 1; SELECT 2";
+    let mut seen = Vec::new();
+    let held = || weir.map_or(0, |w| pool_use(w).0);
+    let mut run = |label, c: &mut RawClient| seen.push((label, raw_outcome(&c.query(two))));
+    run("a", &mut a);
+    run("b", &mut b);
+    run("a again", &mut a);
+    let r = b.command(&[0x1b, 0, 0], Expect::Status);
+    assert_ne!(r[0][0], 0xff, "{r:?}");
+    assert_eq!(held(), 0, "COM_SET_OPTION holds no connection");
+    run("b after turning them on", &mut b);
+    let r = a.command(&[0x1b, 1, 0], Expect::Status);
+    assert_ne!(r[0][0], 0xff, "{r:?}");
+    run("a after turning them off", &mut a);
+    run("b still on", &mut b);
+    let r = a.command(&[0x1b, 7, 0], Expect::Status);
+    seen.push(("an unknown option", raw_outcome(&r)));
+    seen
+}
+
+/// CLIENT_MULTI_STATEMENTS can be switched with COM_SET_OPTION: clients with and without it
+/// share connections (COM_SET_OPTION brings one to the client's setting), and a client's own
+/// COM_SET_OPTION no longer keeps its connection.
+#[test]
+fn multi_statements_on_and_off_share_a_connection() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = multi_statements_run(topo().primary.port, None);
+    assert_eq!(direct[0].1, Ok(vec![Some("1".to_owned())]), "{direct:?}");
+    assert!(direct[1].1.is_err(), "{direct:?}");
+    let through_weir = multi_statements_run(w.port, Some(&w));
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+    assert_eq!(backend_connects(&w), 1, "one connection served both");
+}

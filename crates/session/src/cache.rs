@@ -99,6 +99,8 @@ impl Session {
         key.extend_from_slice(&self.login.key.mariadb_capabilities.to_le_bytes());
         // IGNORE_SPACE changes how the text reads (and whether it does).
         key.push(u8::from(self.login.ignore_space));
+        // Several statements in one text run, or fail.
+        key.push(u8::from(self.login.multi_statements));
         key.push(self.login.collation);
         key.extend_from_slice(&self.vars.fingerprint().to_le_bytes());
         push_field(key, self.user.username.as_bytes());

@@ -40,7 +40,23 @@ impl Session {
             com::INIT_DB => self.init_db(&cmd).await?,
             com::FIELD_LIST => return self.forward(cmd, Expect::FieldList, 0).await,
             com::STATISTICS => return self.forward(cmd, Expect::Single, 0).await,
-            com::SET_OPTION => return self.forward(cmd, Expect::Status, Pin::UNTRACKED).await,
+            com::SET_OPTION => {
+                // Multi-statements on (0) or off (1) is followed: the connection a statement
+                // of the session gets is set the same way first. Anything else pins.
+                let option = match cmd.payload().get(1..) {
+                    Some([lo, hi]) => Some(u16::from_le_bytes([*lo, *hi])),
+                    _ => None,
+                };
+                let pins = match option {
+                    Some(o @ (0 | 1)) => {
+                        self.effects = Default::default();
+                        self.effects.multi_statements = Some(o == 0);
+                        0
+                    }
+                    _ => Pin::UNTRACKED,
+                };
+                return self.forward(cmd, Expect::Status, pins).await;
+            }
             com::STMT_PREPARE => return self.prepare(cmd).await,
             com::STMT_EXECUTE => return self.execute(cmd).await,
             com::STMT_FETCH => return self.fetch(cmd).await,
@@ -748,6 +764,7 @@ impl Session {
                 schema: None,
                 collation: self.login.collation,
                 ignore_space: self.login.ignore_space,
+                multi_statements: self.login.multi_statements,
             };
             if let Some(e) = self
                 .schema_refused(user.default_hostgroup, &probe, db)

@@ -169,7 +169,10 @@ impl Pipe {
             && self.in_flight < self.max_in_flight
             && self.hostgroup == s.hostgroup
             && (Arc::ptr_eq(&self.login, &s.login)
-                || (self.login.key == s.login.key && self.login.collation == s.login.collation))
+                || (self.login.key == s.login.key
+                    && self.login.collation == s.login.collation
+                    && self.login.ignore_space == s.login.ignore_space
+                    && self.login.multi_statements == s.login.multi_statements))
             && self.schema == s.schema
             && self.vars == s.vars
             // A server set OFFLINE_SOFT (or worse) takes no new statements.

@@ -271,6 +271,7 @@ mod tests {
                 schema: None,
                 collation: 45,
                 ignore_space: false,
+                multi_statements: false,
             }),
             kill_queries: Arc::default(),
         }

@@ -245,6 +245,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         mariadb_capabilities: client.mariadb_caps,
     };
     let ignore_space = client.caps & weir_wire::cap::IGNORE_SPACE != 0;
+    let multi_statements = client.caps & weir_wire::cap::MULTI_STATEMENTS != 0;
     if login.user.fast_forward {
         let template = LoginTemplate {
             key,
@@ -252,6 +253,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
             schema,
             collation: login.collation,
             ignore_space,
+            multi_statements,
         };
         let hostgroup = login.user.default_hostgroup;
         crate::fast_forward::serve(
@@ -274,6 +276,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
             schema: schema.clone(),
             collation: login.collation,
             ignore_space,
+            multi_statements,
         }),
         shared,
         handle,

@@ -62,6 +62,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
             schema: Some("shop".into()),
             collation: 45,
             ignore_space: false,
+            multi_statements: false,
         }),
         user,
         schema: Some("shop".into()),

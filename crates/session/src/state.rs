@@ -14,6 +14,7 @@
 use crate::client::ClientError;
 use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Session};
+use std::sync::Arc;
 use weir_backend::{BackendConn, BackendError};
 use weir_sql::{Assignment, LockCall, SessionVars, SetEffect, TextPrepare};
 
@@ -38,6 +39,8 @@ pub(crate) struct Effects {
     pub(crate) reads_last_insert_id: bool,
     /// `SET STATEMENT ... FOR`: the reply's sql_mode flags are not the session's.
     pub(crate) statement_scoped_set: bool,
+    /// COM_SET_OPTION: multi-statements on or off.
+    pub(crate) multi_statements: Option<bool>,
 }
 
 /// Client-side state that is not a variable.
@@ -62,6 +65,7 @@ impl Effects {
             && !self.hold_next
             && !self.reads_last_insert_id
             && !self.statement_scoped_set
+            && self.multi_statements.is_none()
     }
 }
 
@@ -160,6 +164,12 @@ impl Session {
             }
             if fx.unlock_tables {
                 self.pins &= !weir_sql::Pin::LOCK_TABLES;
+            }
+            if let Some(on) = fx.multi_statements {
+                Arc::make_mut(&mut self.login).multi_statements = on;
+                if let Some(b) = self.backend.as_mut() {
+                    b.conn().multi_statements = on;
+                }
             }
             match fx.text_prepare {
                 Some(TextPrepare::Prepare(name)) if !self.held.text_prepared.contains(&name) => {
@@ -261,10 +271,23 @@ impl Session {
         let conn = b.conn_ref();
         let same_start =
             conn.collation == self.login.collation && conn.ignore_space == self.login.ignore_space;
-        if conn.vars == self.vars && same_start && !needs_id {
+        let multi_statements = self.login.multi_statements;
+        if conn.vars == self.vars
+            && same_start
+            && conn.multi_statements == multi_statements
+            && !needs_id
+        {
             return Ok(SyncOutcome::Ready);
         }
         let server = b.server().clone();
+        if b.conn_ref().multi_statements != multi_statements {
+            if let Err(e) = b.conn().set_multi_statements(multi_statements).await {
+                let err = lost_backend(&e);
+                self.log_error(Some(&server), err.code, &err.message);
+                self.drop_backend().await;
+                return Ok(SyncOutcome::Retry);
+            }
+        }
         let mut statements = Vec::new();
         {
             let conn = b.conn_ref();

@@ -82,6 +82,28 @@ impl RawClient {
         (extra, mariadb_capabilities): (u32, u32),
         collation: u8,
     ) -> (RawClient, Vec<u8>) {
+        Self::login_without(
+            port,
+            user,
+            pass,
+            db,
+            (extra, mariadb_capabilities),
+            0,
+            collation,
+        )
+    }
+
+    /// As [`RawClient::login_mariadb`], without the capabilities `removed` of those a raw
+    /// client asks for by default (MULTI_STATEMENTS, MULTI_RESULTS, ...).
+    pub fn login_without(
+        port: u16,
+        user: &str,
+        pass: &str,
+        db: Option<&str>,
+        (extra, mariadb_capabilities): (u32, u32),
+        removed: u32,
+        collation: u8,
+    ) -> (RawClient, Vec<u8>) {
         let mut c = Self::connect_only(port);
         let proof =
             native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(pass.as_bytes()));
@@ -96,6 +118,7 @@ impl RawClient {
         if db.is_some() {
             caps |= cap::CONNECT_WITH_DB;
         }
+        caps &= !removed;
         let mariadb_capabilities = mariadb_capabilities & c.greeting.mariadb_capabilities;
         if c.greeting.capabilities & cap::LONG_PASSWORD == 0 && mariadb_capabilities != 0 {
             caps &= !cap::LONG_PASSWORD;
