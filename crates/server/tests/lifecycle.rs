@@ -1114,3 +1114,59 @@ fn the_killer_is_answered_before_the_killed_statement_ends() {
     }
     holder.query("ROLLBACK");
 }
+
+/// KILL QUERY of a statement waiting for its turn on a pipe, whose turn comes soon after (the
+/// statement before it ends): the statement is stopped on the server and its client gets the
+/// server's own reply to a killed statement (the column definitions, then ERROR 1317), as it
+/// would directly; drivers tell their query timeouts by it.
+#[test]
+fn a_killed_follower_whose_turn_comes_soon_gets_the_servers_reply() {
+    use weir_wire::reply::Expect;
+    let direct = killed_sleep_reply(common::topo().primary.port);
+    // One worker: pipes are per worker thread.
+    let w = common::admin::start("pipeline_depth = 8\nthreads = 1");
+    let login = |db: Option<&str>| {
+        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
+        assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
+        c
+    };
+    let pipelined = || common::admin::pipelined_statements(&w);
+    let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
+    let _warm = common::raw::warm_pool(w.port, 4);
+    let mut killer = login(None);
+    for _attempt in 0..10 {
+        let mut busy = login(Some("weirtest"));
+        busy.send(&query("SELECT SLEEP(1.5)"));
+        std::thread::sleep(Duration::from_millis(50));
+        let mut head = login(Some("weirtest"));
+        let mut follower = login(Some("weirtest"));
+        let before = pipelined();
+        let sent = Instant::now();
+        head.send(&query("SELECT SLEEP(1) AS kq_soon_head"));
+        follower.send(&query("SELECT SLEEP(3) AS kq_soon_follower"));
+        std::thread::sleep(Duration::from_millis(200));
+        if pipelined() == before {
+            for c in [&mut busy, &mut head, &mut follower] {
+                c.read_reply(Expect::ResultSets);
+            }
+            continue;
+        }
+        // The head ends 100 ms after the KILL: within the grace.
+        std::thread::sleep(Duration::from_millis(900).saturating_sub(sent.elapsed()));
+        let ok = killer.query(&format!("KILL QUERY {}", follower.greeting.connection_id));
+        assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
+        let reply = follower.read_reply(Expect::ResultSets);
+        assert_eq!(reply_shape(&reply), direct, "{}", w.stderr_tail(20));
+        head.read_reply(Expect::ResultSets);
+        busy.read_reply(Expect::ResultSets);
+        wait_until(
+            "the killed statement stopped on the server",
+            Duration::from_millis(1500),
+            || running_on_primary("kq_soon_follower") == 0,
+        );
+        let r = follower.query("SELECT 1");
+        assert_eq!(r[3], b"\x011", "{r:?}");
+        return;
+    }
+    panic!("in 10 attempts, never a statement waiting for its turn on a pipe");
+}

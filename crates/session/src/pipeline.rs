@@ -23,10 +23,12 @@
 //! statement again on its own. The reply of a follower that went away before its turn is read
 //! and dropped, so that the next one finds its own.
 //!
-//! KILL: a follower whose client's statement is killed (KILL QUERY, KILL) while it waits for
-//! its turn leaves the line at once with ERR 1317, as if it had gone away; its statement is
-//! stopped on the server with KILL QUERY when its turn comes, unless its reply is arriving
-//! already. A KILL QUERY that lands on a statement behind it is noticed there
+//! KILL: a follower whose client's statement is killed (KILL QUERY) while it waits for its
+//! turn takes the turn if it comes within [`KILLED_TURN_GRACE`]: its statement is stopped on
+//! the server with KILL QUERY and the server's reply relayed, as for a running statement.
+//! Otherwise (and at once for KILL) it leaves the line with ERR 1317, as if it had gone away;
+//! its statement is stopped on the server with KILL QUERY when its turn comes, unless its
+//! reply is arriving already. A KILL QUERY that lands on a statement behind it is noticed there
 //! ([`crate::exec::kill_may_have_hit`]) and that statement runs again.
 
 use crate::client::{ClientError, Command};
@@ -50,6 +52,10 @@ const MAX_PIPELINED_COMMAND: usize = 16 * 1024;
 /// A pipe whose oldest statement has been running longer than this takes no one else: a slow
 /// statement delays only those that joined before it turned out slow.
 const SLOW_HEAD: Duration = Duration::from_millis(1);
+
+/// How long a follower whose statement was killed (KILL QUERY) still waits for its turn
+/// before it leaves the line with weir's own ERR 1317.
+const KILLED_TURN_GRACE: Duration = Duration::from_millis(200);
 
 /// How a statement goes to its backend.
 pub(crate) enum Piped {
@@ -292,7 +298,16 @@ impl Session {
         let conn = tokio::select! {
             biased;
             r = &mut rx => r.ok(),
-            () = self.handle.query_killed() => leave_line(&mut rx),
+            () = self.handle.query_killed() => {
+                // A turn that comes soon (the statements before it were short, or killed too)
+                // is taken: its statement is then stopped on the server and the client gets
+                // the server's own reply (column definitions, then ERR 1317), by which drivers
+                // tell their query timeouts. One that does not is left at once.
+                match tokio::time::timeout(KILLED_TURN_GRACE, &mut rx).await {
+                    Ok(r) => r.ok(),
+                    Err(_) => leave_line(&mut rx),
+                }
+            }
             () = self.handle.kill.cancelled() => leave_line(&mut rx),
         };
         match conn {
