@@ -8,6 +8,7 @@ use mysql_async::Conn;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use weir_testkit::{require_binary, WEIR_PASS, WEIR_USER};
+use weir_wire::reply::Expect;
 
 fn mariadb_cmd(port: u16) -> Command {
     let mut c = Command::new(require_binary("mariadb"));
@@ -869,64 +870,78 @@ async fn query_timeout_needs_no_free_backend_connection() {
 /// client before it gets its own result.
 #[test]
 fn kill_query_of_a_pipelined_statement_waiting_for_its_turn() {
-    use weir_wire::reply::Expect;
-    // One worker: pipes are per worker thread.
     let w = common::admin::start("pipeline_depth = 8\nthreads = 1");
-    let login = |db: Option<&str>| {
-        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
-        assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
-        c
-    };
-    let pipelined = || common::admin::pipelined_statements(&w);
-    let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
-    // Idle connections in the pool, so that the first statement opens its pipe at once.
     let _warm = common::raw::warm_pool(w.port, 4);
-    let mut killer = login(None);
+    let mut killer = raw_login(&w, None);
+    let (mut busy, mut head, mut follower, _) = pipelined_pair(
+        &w,
+        "SELECT SLEEP(2) AS kq_pipe_head",
+        "SELECT SLEEP(2) AS kq_pipe_follower",
+    );
+    let killed_at = Instant::now();
+    let ok = killer.query(&format!("KILL QUERY {}", follower.greeting.connection_id));
+    assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
+    let reply = follower.read_reply(Expect::ResultSets);
+    let took = killed_at.elapsed();
+    assert_eq!(err_code(&reply[0]), Some(1317), "{reply:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "answered {took:?} after the KILL"
+    );
+    // The statement before it ends as it would have, with its own result.
+    let rows = head.read_reply(Expect::ResultSets);
+    assert!(rows.iter().all(|p| err_code(p).is_none()), "{rows:?}");
+    assert_eq!(rows[3], b"\x010", "{rows:?}");
+    busy.read_reply(Expect::ResultSets);
+    // The killed statement does not run its two seconds after the head's.
+    wait_until(
+        "the killed statement stopped on the server",
+        Duration::from_millis(1500),
+        || running_on_primary("kq_pipe_follower") == 0,
+    );
+    // Both sessions go on.
+    for c in [&mut head, &mut follower] {
+        let r = c.query("SELECT 1");
+        assert_eq!(r[3], b"\x011", "{r:?}");
+    }
+}
+
+/// A raw client logged in to `w`.
+fn raw_login(w: &weir_testkit::WeirProcess, db: Option<&str>) -> RawClient {
+    let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
+    assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
+    c
+}
+
+/// On a one-worker weir with pipelining (pipes are per worker thread): a client keeps a
+/// statement on a backend (pipes only open while others run), then `head` and `follower` go
+/// from two more, until the follower's statement waits for its turn behind the head's on a
+/// pipe (10 attempts). Returns the three clients and when the head's statement was sent.
+fn pipelined_pair(
+    w: &weir_testkit::WeirProcess,
+    head_sql: &str,
+    follower_sql: &str,
+) -> (RawClient, RawClient, RawClient, Instant) {
+    let pipelined = || common::admin::pipelined_statements(w);
+    let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
     for _attempt in 0..10 {
-        // A statement on a backend: pipes only open while others run.
-        let mut busy = login(Some("weirtest"));
+        let mut busy = raw_login(w, Some("weirtest"));
         busy.send(&query("SELECT SLEEP(1.5)"));
         std::thread::sleep(Duration::from_millis(50));
-        let mut head = login(Some("weirtest"));
-        let mut follower = login(Some("weirtest"));
+        let mut head = raw_login(w, Some("weirtest"));
+        let mut follower = raw_login(w, Some("weirtest"));
         let before = pipelined();
-        head.send(&query("SELECT SLEEP(2) AS kq_pipe_head"));
-        follower.send(&query("SELECT SLEEP(2) AS kq_pipe_follower"));
+        let sent = Instant::now();
+        head.send(&query(head_sql));
+        follower.send(&query(follower_sql));
         std::thread::sleep(Duration::from_millis(200));
-        if pipelined() == before {
-            // Not joined this time (each went its own way): again.
-            for c in [&mut busy, &mut head, &mut follower] {
-                c.read_reply(Expect::ResultSets);
-            }
-            continue;
+        if pipelined() != before {
+            return (busy, head, follower, sent);
         }
-        let killed_at = Instant::now();
-        let ok = killer.query(&format!("KILL QUERY {}", follower.greeting.connection_id));
-        assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
-        let reply = follower.read_reply(Expect::ResultSets);
-        let took = killed_at.elapsed();
-        assert_eq!(err_code(&reply[0]), Some(1317), "{reply:?}");
-        assert!(
-            took < Duration::from_secs(1),
-            "answered {took:?} after the KILL"
-        );
-        // The statement before it ends as it would have, with its own result.
-        let rows = head.read_reply(Expect::ResultSets);
-        assert!(rows.iter().all(|p| err_code(p).is_none()), "{rows:?}");
-        assert_eq!(rows[3], b"\x010", "{rows:?}");
-        busy.read_reply(Expect::ResultSets);
-        // The killed statement does not run its two seconds after the head's.
-        wait_until(
-            "the killed statement stopped on the server",
-            Duration::from_millis(1500),
-            || running_on_primary("kq_pipe_follower") == 0,
-        );
-        // Both sessions go on.
-        for c in [&mut head, &mut follower] {
-            let r = c.query("SELECT 1");
-            assert_eq!(r[3], b"\x011", "{r:?}");
+        // Not joined this time (each went its own way): again.
+        for c in [&mut busy, &mut head, &mut follower] {
+            c.read_reply(Expect::ResultSets);
         }
-        return;
     }
     panic!("in 10 attempts, never a statement waiting for its turn on a pipe");
 }
@@ -1121,52 +1136,28 @@ fn the_killer_is_answered_before_the_killed_statement_ends() {
 /// would directly; drivers tell their query timeouts by it.
 #[test]
 fn a_killed_follower_whose_turn_comes_soon_gets_the_servers_reply() {
-    use weir_wire::reply::Expect;
     let direct = killed_sleep_reply(common::topo().primary.port);
-    // One worker: pipes are per worker thread.
     let w = common::admin::start("pipeline_depth = 8\nthreads = 1");
-    let login = |db: Option<&str>| {
-        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
-        assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
-        c
-    };
-    let pipelined = || common::admin::pipelined_statements(&w);
-    let query = |sql: &str| [&[0x03u8][..], sql.as_bytes()].concat();
     let _warm = common::raw::warm_pool(w.port, 4);
-    let mut killer = login(None);
-    for _attempt in 0..10 {
-        let mut busy = login(Some("weirtest"));
-        busy.send(&query("SELECT SLEEP(1.5)"));
-        std::thread::sleep(Duration::from_millis(50));
-        let mut head = login(Some("weirtest"));
-        let mut follower = login(Some("weirtest"));
-        let before = pipelined();
-        let sent = Instant::now();
-        head.send(&query("SELECT SLEEP(1) AS kq_soon_head"));
-        follower.send(&query("SELECT SLEEP(3) AS kq_soon_follower"));
-        std::thread::sleep(Duration::from_millis(200));
-        if pipelined() == before {
-            for c in [&mut busy, &mut head, &mut follower] {
-                c.read_reply(Expect::ResultSets);
-            }
-            continue;
-        }
-        // The head ends 100 ms after the KILL: within the grace.
-        std::thread::sleep(Duration::from_millis(900).saturating_sub(sent.elapsed()));
-        let ok = killer.query(&format!("KILL QUERY {}", follower.greeting.connection_id));
-        assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
-        let reply = follower.read_reply(Expect::ResultSets);
-        assert_eq!(reply_shape(&reply), direct, "{}", w.stderr_tail(20));
-        head.read_reply(Expect::ResultSets);
-        busy.read_reply(Expect::ResultSets);
-        wait_until(
-            "the killed statement stopped on the server",
-            Duration::from_millis(1500),
-            || running_on_primary("kq_soon_follower") == 0,
-        );
-        let r = follower.query("SELECT 1");
-        assert_eq!(r[3], b"\x011", "{r:?}");
-        return;
-    }
-    panic!("in 10 attempts, never a statement waiting for its turn on a pipe");
+    let mut killer = raw_login(&w, None);
+    let (mut busy, mut head, mut follower, sent) = pipelined_pair(
+        &w,
+        "SELECT SLEEP(1) AS kq_soon_head",
+        "SELECT SLEEP(3) AS kq_soon_follower",
+    );
+    // The head ends 100 ms after the KILL: within the grace.
+    std::thread::sleep(Duration::from_millis(900).saturating_sub(sent.elapsed()));
+    let ok = killer.query(&format!("KILL QUERY {}", follower.greeting.connection_id));
+    assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "KILL QUERY: {ok:?}");
+    let reply = follower.read_reply(Expect::ResultSets);
+    assert_eq!(reply_shape(&reply), direct, "{}", w.stderr_tail(20));
+    head.read_reply(Expect::ResultSets);
+    busy.read_reply(Expect::ResultSets);
+    wait_until(
+        "the killed statement stopped on the server",
+        Duration::from_millis(1500),
+        || running_on_primary("kq_soon_follower") == 0,
+    );
+    let r = follower.query("SELECT 1");
+    assert_eq!(r[3], b"\x011", "{r:?}");
 }
