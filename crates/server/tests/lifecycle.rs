@@ -1161,3 +1161,85 @@ fn a_killed_follower_whose_turn_comes_soon_gets_the_servers_reply() {
     let r = follower.query("SELECT 1");
     assert_eq!(r[3], b"\x011", "{r:?}");
 }
+
+/// A server-prepared `SELECT SLEEP(3)` executed and killed 700 ms later by another client;
+/// with `hold`, a third client holds the only backend connection (an open transaction) from
+/// before the execution, so that it waits for one when the KILL comes. The reply it gets.
+fn killed_execute_reply(port: u16, hold: bool) -> Vec<(u8, Option<u16>)> {
+    let login = || {
+        let (c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        c
+    };
+    let mut a = login();
+    let r = a.command(b"\x16SELECT SLEEP(3) AS s", Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    let stmt = r[0][1..5].to_vec();
+    let mut holder = login();
+    if hold {
+        holder.query("BEGIN");
+        holder.query("SELECT 1");
+    }
+    let id = a.greeting.connection_id;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        let (mut k, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let r = k.query(&format!("KILL QUERY {id}"));
+        assert_eq!(r[0][0], 0, "{r:?}");
+    });
+    let mut execute = vec![0x17];
+    execute.extend_from_slice(&stmt);
+    execute.push(0);
+    execute.extend_from_slice(&1u32.to_le_bytes());
+    let reply = a.command(&execute, Expect::ResultSets);
+    killer.join().unwrap();
+    if hold {
+        holder.query("ROLLBACK");
+    }
+    reply_shape(&reply)
+}
+
+/// An execution of a prepared statement killed while it waits for a backend connection gets
+/// what the server sends for one killed while it runs: the statement's column definitions,
+/// then ERROR 1317 (Connector/J with server-side prepared statements reports its query
+/// timeout only then).
+#[test]
+fn an_execution_killed_before_reaching_a_backend_gets_its_columns_first() {
+    let w = start_with_max(1, "connect_timeout_server_max = 20000");
+    let direct = killed_execute_reply(common::topo().primary.port, false);
+    assert_eq!(direct.last(), Some(&(0xff, Some(1317))), "{direct:?}");
+    assert!(direct.len() > 1, "the server itself: {direct:?}");
+    let through_weir = killed_execute_reply(w.port, true);
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+}
+
+/// The same with a driver that negotiates CLIENT_DEPRECATE_EOF (mysql_async): it reads the
+/// column definitions and the ERR as the server's, and its connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_reads_an_execution_killed_before_reaching_a_backend() {
+    let w = start_with_max(1, "connect_timeout_server_max = 20000");
+    let opts = || common::opts_for(w.port, WEIR_USER, WEIR_PASS, None);
+    let mut a = Conn::new(opts()).await.unwrap();
+    let stmt = a.prep("SELECT SLEEP(3) AS s").await.unwrap();
+    let mut holder = Conn::new(opts()).await.unwrap();
+    holder.query_drop("BEGIN").await.unwrap();
+    holder.query_drop("SELECT 1").await.unwrap();
+    let (id, port) = (a.id(), w.port);
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        let (mut k, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let r = k.query(&format!("KILL QUERY {id}"));
+        assert_eq!(r[0][0], 0, "{r:?}");
+    });
+    let r: Result<Vec<i64>, _> = a.exec(&stmt, ()).await;
+    killer.join().unwrap();
+    match r {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1317, "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    holder.query_drop("ROLLBACK").await.unwrap();
+    let one: Option<i64> = a.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}

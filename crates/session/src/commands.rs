@@ -17,6 +17,7 @@ use weir_wire::{com, errcode, status};
 impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
+        self.early_kill_columns = None;
         if !matches!(cmd.code(), com::PING | com::QUERY | com::STMT_EXECUTE) {
             // Known again only where the reply of a statement is seen; a query may read it
             // first. The server leaves ROW_COUNT() alone for a successful prepare, a close

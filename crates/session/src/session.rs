@@ -75,6 +75,9 @@ pub struct Session {
     pub(crate) last_prepared: Option<u32>,
     /// For a COM_STMT_PREPARE being relayed: the id the client gets instead of the server's.
     pub(crate) reply_stmt_id: Option<u32>,
+    /// For a COM_STMT_EXECUTE: the column definitions of its statement, sent before weir's
+    /// own ERR 1317 when the execution is killed before it reached a backend.
+    pub(crate) early_kill_columns: Option<bytes::Bytes>,
     /// The statement command of the command being handled, counted when it ends.
     pub(crate) counted: Option<SqlCommand>,
     /// When the backend's reply to the current command was fully relayed (the relay reads
@@ -153,6 +156,10 @@ pub(crate) struct Prepared {
     /// Whether it reads what the previous statement left (ROW_COUNT(), FOUND_ROWS()): it
     /// runs on the connection the session still keeps for that statement, if any.
     pub(crate) reads_previous_result: bool,
+    /// The column definitions of its prepare's reply (packets with headers), if it has
+    /// columns: a server sends them before the ERR of an execution killed while it runs,
+    /// and weir does too for one killed before it reached a server.
+    pub(crate) column_defs: Option<bytes::Bytes>,
 }
 
 /// What the command loop does next.
@@ -299,6 +306,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         next_stmt_id: 0,
         last_prepared: None,
         reply_stmt_id: None,
+        early_kill_columns: None,
         counted: None,
         reply_end: None,
         cmd_started: Instant::now(),

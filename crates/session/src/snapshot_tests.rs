@@ -83,6 +83,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         next_stmt_id: 0,
         last_prepared: None,
         reply_stmt_id: None,
+        early_kill_columns: None,
         counted: None,
         reply_end: None,
         cmd_started: std::time::Instant::now(),
@@ -197,6 +198,7 @@ async fn executes_count_under_the_prepared_statement_command() {
             statement_scoped_set: false,
             reads_last_insert_id: false,
             reads_previous_result: false,
+            column_defs: None,
         },
     );
     let started = Instant::now();

@@ -256,8 +256,10 @@ impl Session {
         };
         let client_id = self.next_stmt_id;
         self.reply_stmt_id = Some(client_id);
+        self.capture = Some(crate::relay::Capture::new(PREPARE_CAPTURE_LIMIT));
         let outcome = self.run_with_retries(&cmd, Expect::Prepare, &limits).await;
         self.reply_stmt_id = None;
+        let captured = self.capture.take();
         let Some(o) = outcome? else {
             // Refused before any server saw it: the server's value is not known.
             self.row_count = None;
@@ -311,6 +313,9 @@ impl Session {
                     statement_scoped_set,
                     reads_last_insert_id: reads.0,
                     reads_previous_result: reads.1,
+                    column_defs: captured
+                        .filter(|c| !c.overflow)
+                        .and_then(|c| prepared_column_defs(&c.buf)),
                 },
             );
         }
@@ -336,6 +341,7 @@ impl Session {
                 .await?;
             return Ok(Flow::Continue);
         };
+        self.early_kill_columns = p.column_defs.clone();
         if let Some(at) = bound_flag_offset(&payload, p.global.params) {
             if payload[at] == 1 {
                 let n = 2 * usize::from(p.global.params);
@@ -919,6 +925,36 @@ pub(crate) fn repeatable(scan: &weir_sql::QueryScan) -> bool {
         && !scan.into
         && !scan.sequence_write
         && !scan.pin.any()
+}
+
+/// The most bytes of a prepare's reply kept for its column definitions.
+const PREPARE_CAPTURE_LIMIT: usize = 16 * 1024;
+
+/// The column definition packets (headers included) of a COM_STMT_PREPARE reply as relayed;
+/// None without columns or when the reply is not whole.
+fn prepared_column_defs(reply: &[u8]) -> Option<bytes::Bytes> {
+    let mut packets = Vec::new();
+    let mut pos = 0;
+    while pos + 4 <= reply.len() {
+        let len = usize::from(reply[pos])
+            | usize::from(reply[pos + 1]) << 8
+            | usize::from(reply[pos + 2]) << 16;
+        let end = pos + 4 + len;
+        packets.push(reply.get(pos..end)?);
+        pos = end;
+    }
+    let ok = packets.first()?.get(4..)?;
+    if ok.first() != Some(&0) || ok.len() < 9 {
+        return None;
+    }
+    let columns = usize::from(u16::from_le_bytes([ok[5], ok[6]]));
+    let params = usize::from(u16::from_le_bytes([ok[7], ok[8]]));
+    if columns == 0 {
+        return None;
+    }
+    let first = 1 + params + usize::from(params > 0);
+    let defs = packets.get(first..first + columns)?;
+    Some(bytes::Bytes::from(defs.concat()))
 }
 
 /// Whether an execution's reply left a cursor open.
