@@ -1036,18 +1036,24 @@ fn reply_shape(reply: &[Vec<u8>]) -> Vec<(u8, Option<u16>)> {
     reply.iter().map(|p| (p[0], err_code(p))).collect()
 }
 
-/// A client's own KILL QUERY of its `SELECT SLEEP(3)`, 700 ms in: the reply it gets.
-fn killed_sleep_reply(port: u16) -> Vec<(u8, Option<u16>)> {
-    let (mut a, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
-    assert_eq!(ok[0], 0, "{ok:?}");
-    let id = a.greeting.connection_id;
-    let killer = std::thread::spawn(move || {
+/// Another client's KILL QUERY of session `id`, 700 ms from now (a raw client: it needs no
+/// backend connection to log in).
+fn kill_query_later(port: u16, id: u32) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(700));
         let (mut k, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
         assert_eq!(ok[0], 0, "{ok:?}");
         let r = k.query(&format!("KILL QUERY {id}"));
         assert_eq!(r[0][0], 0, "{r:?}");
-    });
+    })
+}
+
+/// A client's own KILL QUERY of its `SELECT SLEEP(3)`, 700 ms in: the reply it gets.
+fn killed_sleep_reply(port: u16) -> Vec<(u8, Option<u16>)> {
+    let (mut a, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let id = a.greeting.connection_id;
+    let killer = kill_query_later(port, id);
     // Statements of other clients on backends (one per worker, as connections are spread
     // over them): A's statement then opens a pipe on its connection through weir.
     let busy: Vec<_> = (0..4)
@@ -1181,13 +1187,7 @@ fn killed_execute_reply(port: u16, hold: bool) -> Vec<(u8, Option<u16>)> {
         holder.query("SELECT 1");
     }
     let id = a.greeting.connection_id;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(700));
-        let (mut k, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
-        assert_eq!(ok[0], 0, "{ok:?}");
-        let r = k.query(&format!("KILL QUERY {id}"));
-        assert_eq!(r[0][0], 0, "{r:?}");
-    });
+    let killer = kill_query_later(port, id);
     let mut execute = vec![0x17];
     execute.extend_from_slice(&stmt);
     execute.push(0);
@@ -1225,14 +1225,7 @@ async fn a_driver_reads_an_execution_killed_before_reaching_a_backend() {
     let mut holder = Conn::new(opts()).await.unwrap();
     holder.query_drop("BEGIN").await.unwrap();
     holder.query_drop("SELECT 1").await.unwrap();
-    let (id, port) = (a.id(), w.port);
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(700));
-        let (mut k, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
-        assert_eq!(ok[0], 0, "{ok:?}");
-        let r = k.query(&format!("KILL QUERY {id}"));
-        assert_eq!(r[0][0], 0, "{r:?}");
-    });
+    let killer = kill_query_later(w.port, a.id());
     let r: Result<Vec<i64>, _> = a.exec(&stmt, ()).await;
     killer.join().unwrap();
     match r {
