@@ -57,6 +57,23 @@ pub struct LoginTemplate {
 }
 
 impl LoginTemplate {
+    /// A login as `username` with no protocol options, utf8mb4_general_ci (45) and nothing
+    /// the session changes yet.
+    pub fn new(username: &str, credential: Credential, schema: Option<String>) -> LoginTemplate {
+        LoginTemplate {
+            key: PoolKey {
+                username: username.into(),
+                capabilities: 0,
+                mariadb_capabilities: 0,
+            },
+            credential,
+            schema,
+            collation: 45,
+            ignore_space: false,
+            multi_statements: false,
+        }
+    }
+
     /// The capabilities a new connection asks for on top of the key's: those the client's
     /// session has now, which a statement may change later (`weir_backend::SESSION_CAPS`).
     pub fn session_capabilities(&self) -> u32 {

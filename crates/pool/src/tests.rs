@@ -14,18 +14,7 @@ fn spec(hg: u32, host: &str, port: u16, status: ServerStatus) -> ServerSpec {
 }
 
 fn login() -> LoginTemplate {
-    LoginTemplate {
-        key: PoolKey {
-            username: "u".into(),
-            capabilities: 0,
-            mariadb_capabilities: 0,
-        },
-        credential: Credential::Clear("p".into()),
-        schema: None,
-        collation: 45,
-        ignore_space: false,
-        multi_statements: false,
-    }
+    LoginTemplate::new("u", Credential::Clear("p".into()), None)
 }
 
 #[tokio::test]

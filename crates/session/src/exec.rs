@@ -494,32 +494,11 @@ impl Session {
             Some(defs) => {
                 // As the server ends an execution killed while it runs: its column
                 // definitions, then the ERR (Connector/J tells its query timeouts by them).
-                let mut out = bytes::BytesMut::new();
-                let mut next = seq;
-                let mut packets = Vec::new();
-                let mut pos = 0;
-                while pos + 4 <= defs.len() {
-                    let len = usize::from(defs[pos])
-                        | usize::from(defs[pos + 1]) << 8
-                        | usize::from(defs[pos + 2]) << 16;
-                    packets.push(&defs[pos..(pos + 4 + len).min(defs.len())]);
-                    pos += 4 + len;
-                }
-                let mut count = bytes::BytesMut::new();
-                weir_wire::io::put_lenenc(&mut count, packets.len() as u64);
-                next = weir_wire::packet::write_packet(&mut out, next, &count);
-                for p in packets {
-                    out.extend_from_slice(&p[..3]);
-                    out.extend_from_slice(&[next]);
-                    out.extend_from_slice(&p[4..]);
-                    next = next.wrapping_add(1);
-                }
-                if self.client.caps & weir_wire::cap::DEPRECATE_EOF == 0 {
-                    weir_wire::msg::write_eof(&mut out, next, self.ok_status().status, 0);
-                    next = next.wrapping_add(1);
-                }
+                let status = self.ok_status().status;
+                let mut out = std::mem::take(&mut self.client.wbuf);
+                let next = defs.write(&mut out, seq, self.client.caps, status);
                 err.write(&mut out, next);
-                self.client.wbuf.extend_from_slice(&out);
+                self.client.wbuf = out;
                 self.client.flush_wbuf().await?;
             }
             None => self.client.send_err(seq, &err).await?,

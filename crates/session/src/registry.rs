@@ -244,7 +244,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use weir_backend::Credential;
-    use weir_pool::{Pool, PoolKey, ServerSpec, ServerStatus};
+    use weir_pool::{Pool, ServerSpec, ServerStatus};
 
     fn running() -> Running {
         let pool = Pool::default();
@@ -261,18 +261,11 @@ mod tests {
             server: pool.servers()[0].clone(),
             backend_thread: 7,
             local: None,
-            login: Arc::new(LoginTemplate {
-                key: PoolKey {
-                    username: "app".into(),
-                    capabilities: 0,
-                    mariadb_capabilities: 0,
-                },
-                credential: Credential::Clear("x".into()),
-                schema: None,
-                collation: 45,
-                ignore_space: false,
-                multi_statements: false,
-            }),
+            login: Arc::new(LoginTemplate::new(
+                "app",
+                Credential::Clear("x".into()),
+                None,
+            )),
             kill_queries: Arc::default(),
         }
     }

@@ -77,7 +77,7 @@ pub struct Session {
     pub(crate) reply_stmt_id: Option<u32>,
     /// For a COM_STMT_EXECUTE: the column definitions of its statement, sent before weir's
     /// own ERR 1317 when the execution is killed before it reached a backend.
-    pub(crate) early_kill_columns: Option<bytes::Bytes>,
+    pub(crate) early_kill_columns: Option<crate::stmt::ColumnDefs>,
     /// The statement command of the command being handled, counted when it ends.
     pub(crate) counted: Option<SqlCommand>,
     /// When the backend's reply to the current command was fully relayed (the relay reads
@@ -159,7 +159,7 @@ pub(crate) struct Prepared {
     /// The column definitions of its prepare's reply (packets with headers), if it has
     /// columns: a server sends them before the ERR of an execution killed while it runs,
     /// and weir does too for one killed before it reached a server.
-    pub(crate) column_defs: Option<bytes::Bytes>,
+    pub(crate) column_defs: Option<crate::stmt::ColumnDefs>,
 }
 
 /// What the command loop does next.

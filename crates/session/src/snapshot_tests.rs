@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use weir_backend::{Credential, Stream};
 use weir_config::{ConfigTables, Password, Runtime, UserRow};
-use weir_pool::{LoginTemplate, Pool, PoolKey, ServerSpec, ServerStatus};
+use weir_pool::{LoginTemplate, Pool, ServerSpec, ServerStatus};
 use weir_sql::SqlCommand;
 use weir_wire::com;
 
@@ -52,18 +52,11 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         shared: shared.clone(),
         handle: reg.handle.clone(),
         client,
-        login: Arc::new(LoginTemplate {
-            key: PoolKey {
-                username: "app".into(),
-                capabilities: 0,
-                mariadb_capabilities: 0,
-            },
-            credential: Credential::Clear("x".into()),
-            schema: Some("shop".into()),
-            collation: 45,
-            ignore_space: false,
-            multi_statements: false,
-        }),
+        login: Arc::new(LoginTemplate::new(
+            "app",
+            Credential::Clear("x".into()),
+            Some("shop".into()),
+        )),
         user,
         schema: Some("shop".into()),
         hostgroup: 0,

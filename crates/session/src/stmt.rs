@@ -315,7 +315,7 @@ impl Session {
                     reads_previous_result: reads.1,
                     column_defs: captured
                         .filter(|c| !c.overflow)
-                        .and_then(|c| prepared_column_defs(&c.buf)),
+                        .and_then(|c| ColumnDefs::of_prepare_reply(&c.buf)),
                 },
             );
         }
@@ -930,31 +930,65 @@ pub(crate) fn repeatable(scan: &weir_sql::QueryScan) -> bool {
 /// The most bytes of a prepare's reply kept for its column definitions.
 const PREPARE_CAPTURE_LIMIT: usize = 16 * 1024;
 
-/// The column definition packets (headers included) of a COM_STMT_PREPARE reply as relayed;
-/// None without columns or when the reply is not whole.
-fn prepared_column_defs(reply: &[u8]) -> Option<bytes::Bytes> {
-    let mut packets = Vec::new();
-    let mut pos = 0;
-    while pos + 4 <= reply.len() {
-        let len = usize::from(reply[pos])
-            | usize::from(reply[pos + 1]) << 8
-            | usize::from(reply[pos + 2]) << 16;
-        let end = pos + 4 + len;
-        packets.push(reply.get(pos..end)?);
-        pos = end;
+/// The column definitions of a prepared statement, as its prepare's reply carried them.
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnDefs {
+    count: u64,
+    /// The definition packets, headers included.
+    packets: bytes::Bytes,
+}
+
+impl ColumnDefs {
+    /// Those of a COM_STMT_PREPARE reply as relayed; None without columns or when the reply
+    /// is not whole.
+    pub(crate) fn of_prepare_reply(reply: &[u8]) -> Option<ColumnDefs> {
+        use weir_wire::PacketHeader;
+        let mut bounds = Vec::new();
+        let mut pos = 0;
+        while let Some(h) = PacketHeader::parse(&reply[pos..]) {
+            let end = pos + 4 + h.len;
+            reply.get(pos..end)?;
+            bounds.push((pos, end));
+            pos = end;
+        }
+        let &(ok_start, ok_end) = bounds.first()?;
+        let ok = &reply[ok_start + 4..ok_end];
+        if ok.first() != Some(&0) || ok.len() < 9 {
+            return None;
+        }
+        let columns = usize::from(u16::from_le_bytes([ok[5], ok[6]]));
+        let params = usize::from(u16::from_le_bytes([ok[7], ok[8]]));
+        let first = 1 + params + usize::from(params > 0);
+        let defs = bounds
+            .get(first..first + columns)
+            .filter(|d| !d.is_empty())?;
+        Some(ColumnDefs {
+            count: columns as u64,
+            packets: bytes::Bytes::copy_from_slice(&reply[defs[0].0..defs[defs.len() - 1].1]),
+        })
     }
-    let ok = packets.first()?.get(4..)?;
-    if ok.first() != Some(&0) || ok.len() < 9 {
-        return None;
+
+    /// Appends the start of a result set with these columns (count, definitions, and the EOF
+    /// after them for a client without CLIENT_DEPRECATE_EOF) from `seq`; returns the next id.
+    pub(crate) fn write(
+        &self,
+        out: &mut bytes::BytesMut,
+        seq: u8,
+        client_caps: u32,
+        status: u16,
+    ) -> u8 {
+        let mut count = bytes::BytesMut::new();
+        weir_wire::io::put_lenenc(&mut count, self.count);
+        let next = weir_wire::packet::write_packet(out, seq, &count);
+        let start = out.len();
+        out.extend_from_slice(&self.packets);
+        let mut next = weir_wire::packet::renumber(&mut out[start..], next);
+        if client_caps & weir_wire::cap::DEPRECATE_EOF == 0 {
+            weir_wire::msg::write_eof(out, next, status, 0);
+            next = next.wrapping_add(1);
+        }
+        next
     }
-    let columns = usize::from(u16::from_le_bytes([ok[5], ok[6]]));
-    let params = usize::from(u16::from_le_bytes([ok[7], ok[8]]));
-    if columns == 0 {
-        return None;
-    }
-    let first = 1 + params + usize::from(params > 0);
-    let defs = packets.get(first..first + columns)?;
-    Some(bytes::Bytes::from(defs.concat()))
 }
 
 /// Whether an execution's reply left a cursor open.
@@ -975,6 +1009,34 @@ mod tests {
             other => panic!("{set}: {other:?}"),
         }
         vars.parse_context()
+    }
+
+    #[test]
+    fn column_defs_of_a_prepare_reply_start_a_result_set_again() {
+        use weir_wire::packet::write_packet;
+        // A prepare OK (1 column, 1 parameter), the parameter and its EOF, the column and its
+        // EOF, sequence ids as relayed.
+        let mut reply = bytes::BytesMut::new();
+        let mut seq = write_packet(&mut reply, 1, &[0, 9, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0]);
+        seq = write_packet(&mut reply, seq, b"param");
+        seq = write_packet(&mut reply, seq, &[0xfe, 0, 0, 2, 0]);
+        seq = write_packet(&mut reply, seq, b"column");
+        write_packet(&mut reply, seq, &[0xfe, 0, 0, 2, 0]);
+        let defs = ColumnDefs::of_prepare_reply(&reply).unwrap();
+        let mut out = bytes::BytesMut::new();
+        assert_eq!(defs.write(&mut out, 1, 0, 2), 4);
+        assert_eq!(
+            &out[..],
+            b"\x01\0\0\x01\x01\x06\0\0\x02column\x05\0\0\x03\xfe\0\0\x02\0"
+        );
+        let mut out = bytes::BytesMut::new();
+        let eofless = weir_wire::cap::DEPRECATE_EOF;
+        assert_eq!(defs.write(&mut out, 5, eofless, 2), 7);
+        // No columns, or a reply cut short: nothing to keep.
+        let mut no_columns = bytes::BytesMut::new();
+        write_packet(&mut no_columns, 1, &[0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(ColumnDefs::of_prepare_reply(&no_columns).is_none());
+        assert!(ColumnDefs::of_prepare_reply(&reply[..reply.len() - 3]).is_none());
     }
 
     #[test]
