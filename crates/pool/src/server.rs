@@ -451,8 +451,11 @@ impl ServerState {
     ) -> Option<Box<BackendConn>> {
         let n = self.idle.len();
         let own = crate::worker::current() % n;
-        let passes = if portable(login.collation) { 3 } else { 2 };
-        for pass in 0..passes {
+        for pass in 0..3 {
+            // Looked up only when no connection of its own collation is idle.
+            if pass == 2 && !portable(login.collation) {
+                break;
+            }
             for k in 0..n {
                 let mut idle = self.idle[(own + k) % n].lock();
                 let found = idle.iter().rposition(|i| {
