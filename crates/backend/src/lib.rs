@@ -27,6 +27,25 @@ pub fn backend_server_version() -> Option<std::sync::Arc<String>> {
     SERVER_VERSION.load_full()
 }
 
+/// Client capabilities every pooled connection asks for, whatever the client it serves
+/// negotiated, because weir gives a client without them what the server would:
+/// CLIENT_SESSION_TRACK (state changes are left out of its OKs), CLIENT_LOCAL_FILES (a file
+/// request meant for it is answered with no file and the statement refused with the server's
+/// error) and, in front of MariaDB, CLIENT_PS_MULTI_RESULTS (which MariaDB does not act on:
+/// a prepared CALL needs only CLIENT_MULTI_RESULTS there). Clients that differ only in these
+/// then share connections.
+pub fn adapted_caps() -> u32 {
+    use weir_wire::cap;
+    let mariadb = backend_server_version().is_some_and(|v| v.contains("MariaDB"));
+    cap::SESSION_TRACK | cap::LOCAL_FILES | if mariadb { cap::PS_MULTI_RESULTS } else { 0 }
+}
+
+/// The capabilities of a client that a pooled connection must have been opened with to serve
+/// it: [`CORRECTNESS_CAPS`] less [`adapted_caps`].
+pub fn pool_key_capabilities(client_caps: u32) -> u32 {
+    client_caps & CORRECTNESS_CAPS & !adapted_caps()
+}
+
 /// The MariaDB extended capabilities (`weir_wire::mariadb_cap`) the last backend server weir
 /// connected to offered; 0 for MySQL or before any connected.
 static MARIADB_CAPABILITIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

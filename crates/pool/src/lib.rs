@@ -30,7 +30,7 @@ use weir_backend::{BackendConn, BackendError, ConnectParams, Credential};
 pub struct PoolKey {
     /// Backend user.
     pub username: Arc<str>,
-    /// Capabilities from `weir_backend::CORRECTNESS_CAPS`.
+    /// Capabilities from `weir_backend::pool_key_capabilities`.
     pub capabilities: u32,
     /// MariaDB extended capabilities the client negotiated (extended metadata changes the
     /// format of column definitions).
@@ -516,7 +516,15 @@ impl Pool {
                 credential: login.credential.clone(),
                 schema: login.schema.clone(),
                 collation: login.collation,
-                capabilities: login.key.capabilities | login.session_capabilities(),
+                // A dedicated connection speaks the client's own protocol; a pooled one is
+                // opened for every client that may come, weir adapting its replies.
+                capabilities: login.key.capabilities
+                    | login.session_capabilities()
+                    | if reuse {
+                        weir_backend::adapted_caps()
+                    } else {
+                        0
+                    },
                 mariadb_capabilities: login.key.mariadb_capabilities,
                 connect_timeout: settings.connect_timeout,
             };

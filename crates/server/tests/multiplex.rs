@@ -2431,3 +2431,130 @@ fn multi_statements_on_and_off_share_a_connection() {
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
     assert_eq!(backend_connects(&w), 1, "one connection served both");
 }
+
+/// A client that negotiated CLIENT_SESSION_TRACK, CLIENT_LOCAL_FILES and
+/// CLIENT_PS_MULTI_RESULTS and one that did not take turns on one connection: every reply
+/// each gets, packet for packet. Starts from a fresh `adapted_t` (one row, 1).
+fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
+    use common::raw::RawClient;
+    use weir_wire::cap;
+    use weir_wire::reply::Expect;
+    primary(
+        "DROP TABLE IF EXISTS weirtest.adapted_t; \
+         CREATE TABLE weirtest.adapted_t (a INT); INSERT INTO weirtest.adapted_t VALUES (1); \
+         CREATE OR REPLACE PROCEDURE weirtest.adapted_p() SELECT SUM(a) FROM weirtest.adapted_t",
+    );
+    let login = |extra| {
+        let (c, p) = RawClient::login_without(
+            port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+            (extra, 0),
+            0,
+            45,
+        );
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut full = login(cap::SESSION_TRACK | cap::LOCAL_FILES | cap::PS_MULTI_RESULTS);
+    let mut bare = login(0);
+    let mut seen = Vec::new();
+    let load = "LOAD DATA LOCAL INFILE 'numbers.txt' INTO TABLE adapted_t";
+    for (label, is_full, sql) in [
+        ("bare USE", false, "USE mysql"),
+        ("full USE", true, "USE mysql"),
+        ("bare USE back", false, "USE weirtest"),
+        ("full USE back", true, "USE weirtest"),
+        ("bare autocommit off", false, "SET autocommit = 0"),
+        ("full time_zone", true, "SET time_zone = '+01:00'"),
+        ("bare autocommit on", false, "SET autocommit = 1"),
+        ("bare time_zone", false, "SET time_zone = '+02:00'"),
+        ("bare UPDATE", false, "UPDATE adapted_t SET a = a + 1"),
+        ("bare LOAD DATA LOCAL", false, load),
+    ] {
+        let client = if is_full { &mut full } else { &mut bare };
+        seen.push((label, client.query(sql)));
+    }
+    // The client with the capability sends its file.
+    full.send(&[&[0x03][..], load.as_bytes()].concat());
+    let (seq, request) = full.read_packet().unwrap();
+    assert_eq!(request[0], 0xfb, "{request:?}");
+    let mut file = bytes::BytesMut::new();
+    weir_wire::packet::write_packet(&mut file, seq.wrapping_add(1), b"40\n");
+    weir_wire::packet::write_packet(&mut file, seq.wrapping_add(2), b"");
+    full.send_raw(&file);
+    seen.push(("full LOAD DATA LOCAL", full.read_reply(Expect::ResultSets)));
+    seen.push((
+        "bare sum",
+        bare.query("SELECT COUNT(*), SUM(a), @@time_zone FROM adapted_t"),
+    ));
+    seen.push(("full time_zone kept", full.query("SELECT @@time_zone")));
+    // A prepared CALL (MariaDB needs CLIENT_MULTI_RESULTS only). Last: a CALL keeps its
+    // connection (weir cannot tell what the procedure changed).
+    let prepared = bare.command(b"\x16CALL adapted_p()", Expect::Prepare);
+    assert_eq!(prepared[0][0], 0, "{prepared:?}");
+    let id = prepared[0][1..5].to_vec();
+    let exec = [&[0x17][..], &id, &[0, 1, 0, 0, 0]].concat();
+    seen.push((
+        "bare prepared CALL",
+        bare.command(&exec, Expect::ResultSets),
+    ));
+    seen
+}
+
+/// CLIENT_SESSION_TRACK, CLIENT_LOCAL_FILES and (in front of MariaDB) CLIENT_PS_MULTI_RESULTS
+/// do not split the pool: connections are opened with them, and a client without them gets
+/// the very bytes the server would have sent it (no state changes in its OKs; LOAD DATA
+/// LOCAL refused with the server's error, nothing loaded).
+#[test]
+fn clients_with_and_without_session_tracking_and_local_files_share_a_connection() {
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let direct = adapted_caps_run(topo().primary.port);
+    let tracked = &direct[1].1[0];
+    assert!(
+        tracked.len() > 7,
+        "the server tracks the schema: {tracked:?}"
+    );
+    assert_eq!(direct[0].1[0], [0, 0, 0, 2, 0, 0, 0], "{direct:?}");
+    let refused = &direct[9].1[0];
+    assert_eq!(common::raw::err_code(refused), Some(4166), "{direct:?}");
+    let through_weir = adapted_caps_run(w.port);
+    for (d, t) in direct.iter().zip(&through_weir) {
+        assert_eq!(t, d, "{}", w.stderr_tail(20));
+    }
+    assert_eq!(through_weir.len(), direct.len());
+    assert_eq!(backend_connects(&w), 1, "one connection served both");
+}
+
+/// A batch with LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES: the client gets the
+/// server's refusal and nothing else, and its session goes on.
+#[test]
+fn a_refused_load_data_local_in_a_batch_leaves_the_session_usable() {
+    use common::raw::RawClient;
+    use weir_wire::cap;
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    primary("CREATE TABLE IF NOT EXISTS weirtest.adapted_batch (a INT)");
+    let (mut full, _) = RawClient::login_caps(
+        w.port,
+        WEIR_USER,
+        WEIR_PASS,
+        Some("weirtest"),
+        cap::LOCAL_FILES,
+    );
+    assert_eq!(
+        full.query("SELECT 1")[0],
+        [1],
+        "the connection has LOCAL_FILES"
+    );
+    let (mut bare, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let reply = bare.query(
+        "LOAD DATA LOCAL INFILE 'a.txt' INTO TABLE adapted_batch; \
+         LOAD DATA LOCAL INFILE 'b.txt' INTO TABLE adapted_batch; SELECT 1",
+    );
+    assert_eq!(reply.len(), 1, "{reply:?}");
+    assert_eq!(common::raw::err_code(&reply[0]), Some(4166));
+    let after = bare.query("SELECT 2");
+    assert_eq!(common::raw::text_first_row(&after), [Some("2".to_owned())]);
+    assert_eq!(backend_connects(&w), 1, "{}", w.stderr_tail(20));
+}

@@ -97,6 +97,11 @@ impl Session {
         key.push(kind);
         key.extend_from_slice(&self.login.key.capabilities.to_le_bytes());
         key.extend_from_slice(&self.login.key.mariadb_capabilities.to_le_bytes());
+        // Pooled connections track session state for every client; only those that asked for
+        // it see the changes (in a reply's OKs and status flags).
+        key.push(u8::from(
+            self.client.caps & weir_wire::cap::SESSION_TRACK != 0,
+        ));
         // IGNORE_SPACE changes how the text reads (and whether it does).
         key.push(u8::from(self.login.ignore_space));
         // Several statements in one text run, or fail.

@@ -228,6 +228,14 @@ struct Relay<'a> {
     client_stmt_id: Option<u32>,
     capture: Option<&'a mut Capture>,
     withhold_interrupted: Option<Withhold<'a>>,
+    /// The connection tracks session state and the client did not ask for it: its OKs lose
+    /// the state changes (`weir_backend::adapted_caps`).
+    untracked: bool,
+    /// The connection may get LOAD DATA LOCAL file requests the client cannot answer.
+    refuse_local_infile: bool,
+    /// A file request was answered with no file for a client without CLIENT_LOCAL_FILES: the
+    /// statement's OK becomes the error the server would have given it.
+    infile_refused: bool,
 }
 
 /// Relays the reply to a command already sent to `conn`. `client_seq` is the sequence id the
@@ -242,6 +250,9 @@ pub async fn relay_reply<'a>(
     extras: RelayExtras<'a>,
 ) -> Result<ReplyOutcome, RelayError> {
     let deprecate_eof = client.caps & cap::DEPRECATE_EOF != 0;
+    let lacks = |c: u32| client.caps & c == 0 && conn.capabilities & c != 0;
+    let untracked = lacks(cap::SESSION_TRACK);
+    let refuse_local_infile = lacks(cap::LOCAL_FILES);
     let mut capture = extras.capture;
     if let Some(c) = capture.as_deref_mut() {
         c.restart();
@@ -261,6 +272,9 @@ pub async fn relay_reply<'a>(
         client_stmt_id: extras.client_stmt_id,
         capture,
         withhold_interrupted: extras.withhold_interrupted,
+        untracked,
+        refuse_local_infile,
+        infile_refused: false,
     };
     r.run().await?;
     // A reply without status flags leaves the connection's as they were: an error inside a
@@ -378,6 +392,88 @@ impl Relay<'_> {
         }
     }
 
+    /// Reads until the packet at `pos` (payload `len`) is whole in the buffer, keeping what
+    /// comes before it for the client.
+    async fn buffer_whole(
+        &mut self,
+        flush_from: &mut usize,
+        pos: &mut usize,
+        len: usize,
+    ) -> Result<(), RelayError> {
+        while self.conn.rbuf.len() - *pos < 4 + len {
+            self.stage(*flush_from, *pos);
+            self.consume(*pos);
+            *pos = 0;
+            *flush_from = 0;
+            if let Err(e) = self.conn.fill().await {
+                return Err(self.backend_err(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Leaves the packet at `pos` (payload `len`) out of what the client gets, keeping what
+    /// comes before it.
+    async fn skip_packet(
+        &mut self,
+        flush_from: &mut usize,
+        pos: &mut usize,
+        len: usize,
+    ) -> Result<(), RelayError> {
+        self.stage(*flush_from, *pos);
+        let mut left = 4 + len;
+        loop {
+            let n = left.min(self.conn.rbuf.len() - *pos);
+            *pos += n;
+            left -= n;
+            if left == 0 {
+                break;
+            }
+            self.consume(*pos);
+            *pos = 0;
+            if let Err(e) = self.conn.fill().await {
+                return Err(self.backend_err(e));
+            }
+        }
+        *flush_from = *pos;
+        Ok(())
+    }
+
+    /// Reads the rest of a reply the client is not to see, answering any further file
+    /// request with no file.
+    async fn drain_rest(&mut self) -> Result<(), RelayError> {
+        loop {
+            if self.tracker.is_done() {
+                return Ok(());
+            }
+            let need = match PacketHeader::parse(&self.conn.rbuf) {
+                Some(h) if self.conn.rbuf.len() >= 4 + h.len.min(CLASSIFY_BYTES) => h,
+                _ => {
+                    if let Err(e) = self.conn.fill().await {
+                        return Err(self.backend_err(e));
+                    }
+                    continue;
+                }
+            };
+            let head = &self.conn.rbuf[4..4 + need.len.min(CLASSIFY_BYTES)];
+            let role = self
+                .tracker
+                .feed(need.len, head)
+                .map_err(|e| self.backend_err(e))?;
+            let (mut flush_from, mut pos) = (0, 0);
+            self.skip_packet(&mut flush_from, &mut pos, need.len)
+                .await?;
+            self.consume(pos);
+            if role == Role::LocalInfile {
+                let empty = [0, 0, 0, need.seq.wrapping_add(1)];
+                if let Err(e) = self.conn.stream.write_all(&empty).await {
+                    return Err(self.backend_err(e));
+                }
+                self.tracker.local_infile_sent();
+            }
+        }
+    }
+
     async fn run(&mut self) -> Result<(), RelayError> {
         let mut pos = 0usize;
         let mut flush_from = 0usize;
@@ -443,7 +539,65 @@ impl Relay<'_> {
                 .tracker
                 .feed(h.len, head)
                 .map_err(|e| self.backend_err(e))?;
+            if role == Role::Err {
+                // After a refused file, the server's own error (no such table, local_infile
+                // off) stands.
+                self.infile_refused = false;
+            }
             match role {
+                Role::LocalInfile if self.refuse_local_infile && !self.guard.discarding() => {
+                    // The client cannot send a file: the server gets none, and the client the
+                    // refusal it would have had directly.
+                    self.skip_packet(&mut flush_from, &mut pos, h.len).await?;
+                    let empty = [0, 0, 0, h.seq.wrapping_add(1)];
+                    if let Err(e) = self.conn.stream.write_all(&empty).await {
+                        return Err(self.backend_err(e));
+                    }
+                    self.tracker.local_infile_sent();
+                    self.infile_refused = true;
+                    if let Some(c) = self.capture.as_deref_mut() {
+                        c.overflow = true;
+                    }
+                    continue;
+                }
+                Role::Ok(ok) if self.infile_refused => {
+                    self.infile_refused = false;
+                    self.skip_packet(&mut flush_from, &mut pos, h.len).await?;
+                    let e = local_infile_refusal(&self.conn.server_version);
+                    e.write(&mut self.client.wbuf, self.client_seq);
+                    self.client_seq = self.client_seq.wrapping_add(1);
+                    self.out.error = Some(e);
+                    if ok.status & status::MORE_RESULTS_EXISTS != 0 {
+                        // Directly, the error would have ended the batch: the rest of it is
+                        // read but not shown.
+                        self.write_client(flush_from, pos).await?;
+                        self.consume(pos);
+                        return self.drain_rest().await;
+                    }
+                    continue;
+                }
+                Role::Ok(ok)
+                    if self.untracked && ok.status & status::SESSION_STATE_CHANGED != 0 =>
+                {
+                    self.out.warnings = ok.warnings;
+                    self.out.end_result(ok.status, false);
+                    self.out.last_ok = Some(ok);
+                    self.buffer_whole(&mut flush_from, &mut pos, h.len).await?;
+                    self.stage(flush_from, pos);
+                    let payload = &self.conn.rbuf[pos + 4..pos + 4 + h.len];
+                    if let Err(e) =
+                        OkInfo::write_untracked(&mut self.client.wbuf, self.client_seq, payload)
+                    {
+                        return Err(self.backend_err(e));
+                    }
+                    self.client_seq = self.client_seq.wrapping_add(1);
+                    pos += 4 + h.len;
+                    flush_from = pos;
+                    if let Some(c) = self.capture.as_deref_mut() {
+                        c.overflow = true;
+                    }
+                    continue;
+                }
                 Role::DefinitionsEof { status: st } if self.deprecate_eof => {
                     // Definitions EOFs are small: the whole packet is in the buffer.
                     self.stage(flush_from, pos);
@@ -573,4 +727,24 @@ pub async fn send_built_command(
     write_packet(&mut b, 0, payload);
     conn.stream.write_all(&b).await?;
     Ok(())
+}
+
+/// The error a server gives LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES: MariaDB's
+/// or MySQL's, after the server's version.
+fn local_infile_refusal(server_version: &str) -> ErrInfo {
+    if server_version.contains("MariaDB") {
+        ErrInfo::new(
+            errcode::ER_LOAD_INFILE_CAPABILITY_DISABLED,
+            "HY000",
+            "The used command is not allowed because the MariaDB server or client has disabled \
+             the local infile capability",
+        )
+    } else {
+        ErrInfo::new(
+            errcode::ER_CLIENT_LOCAL_FILES_DISABLED,
+            "42000",
+            "Loading local data is disabled; this must be enabled on both the client and \
+             server sides",
+        )
+    }
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 pub(crate) type PreparedMap = HashMap<u32, Prepared, foldhash::fast::RandomState>;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir_backend::{BackendError, Stream, CORRECTNESS_CAPS};
+use weir_backend::{BackendError, Stream};
 use weir_config::User;
 use weir_pool::{LoginTemplate, PoolError, PoolKey, PooledConn, ServerState};
 use weir_sql::SqlCommand;
@@ -248,7 +248,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         .or_else(|| login.user.default_schema.clone());
     let key = PoolKey {
         username: login.user.username.as_str().into(),
-        capabilities: client.caps & CORRECTNESS_CAPS,
+        capabilities: weir_backend::pool_key_capabilities(client.caps),
         mariadb_capabilities: client.mariadb_caps,
     };
     let ignore_space = client.caps & weir_wire::cap::IGNORE_SPACE != 0;

@@ -150,6 +150,10 @@ pub mod errcode {
     pub const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
     /// The code ProxySQL answers a query refused by a rule's error_msg with.
     pub const ER_NOT_ALLOWED_COMMAND: u16 = 1148;
+    /// MariaDB: LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES.
+    pub const ER_LOAD_INFILE_CAPABILITY_DISABLED: u16 = 4166;
+    /// MySQL: LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES.
+    pub const ER_CLIENT_LOCAL_FILES_DISABLED: u16 = 3948;
     pub const ER_NO_SUCH_THREAD: u16 = 1094;
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;

@@ -38,6 +38,26 @@ impl OkInfo {
             warnings,
         })
     }
+
+    /// Appends the OK a client without CLIENT_SESSION_TRACK gets for `payload`, an OK sent
+    /// to a connection with it: the session state changes and their status flag left out,
+    /// the info kept (a length-encoded string either way, empty ones dropped, as servers do).
+    pub fn write_untracked(out: &mut BytesMut, seq: u8, payload: &[u8]) -> Result<(), WireError> {
+        let mut ok = OkInfo::parse(payload)?;
+        let mut r = Reader::new(payload);
+        r.u8("OK header")?;
+        r.lenenc("affected rows")?;
+        r.lenenc("last insert id")?;
+        r.take(4, "status and warnings")?;
+        let info = if r.is_empty() {
+            &[][..]
+        } else {
+            r.lenenc_bytes("info")?
+        };
+        ok.status &= !crate::status::SESSION_STATE_CHANGED;
+        write_ok(out, seq, &ok, info);
+        Ok(())
+    }
 }
 
 /// An error, as a server sends it or as weir answers a client.
@@ -336,6 +356,43 @@ mod tests {
         let mut out = BytesMut::new();
         write_ok(&mut out, 1, &ok, b"");
         assert_eq!(OkInfo::parse(&out[4..]).unwrap(), ok);
+    }
+
+    /// OKs MariaDB 10.11 sent a connection with CLIENT_SESSION_TRACK, and what it sends one
+    /// without for the same statements.
+    #[test]
+    fn untracked_oks_are_what_a_client_without_session_tracking_gets() {
+        let cases: [(&[u8], &[u8]); 3] = [
+            // USE mysql: schema change tracked, no info.
+            (
+                &[
+                    0, 0, 0, 2, 0x40, 0, 0, 0, 8, 1, 6, 5, b'm', b'y', b's', b'q', b'l',
+                ],
+                &[0, 0, 0, 2, 0, 0, 0],
+            ),
+            // SET autocommit=0: autocommit off, a variable tracked.
+            (
+                &[0, 0, 0, 0, 0x40, 0, 0, 0, 6, 0, 4, 1, b'a', 1, b'0'],
+                &[0, 0, 0, 0, 0, 0, 0],
+            ),
+            // An UPDATE: info, nothing tracked (the bytes are the same either way).
+            (
+                &[0, 1, 0, 0x22, 0, 0, 0, 3, b'R', b'o', b'w'],
+                &[0, 1, 0, 0x22, 0, 0, 0, 3, b'R', b'o', b'w'],
+            ),
+        ];
+        for (tracked, untracked) in cases {
+            let mut out = BytesMut::new();
+            OkInfo::write_untracked(&mut out, 5, tracked).unwrap();
+            assert_eq!(out[3], 5);
+            assert_eq!(&out[4..], untracked);
+        }
+        // Info and a tracked change together: the info stays.
+        let mut out = BytesMut::new();
+        OkInfo::write_untracked(&mut out, 0, &[0, 0, 0, 0, 0x40, 1, 0, 2, b'h', b'i', 9, 9])
+            .unwrap();
+        assert_eq!(&out[4..], &[0, 0, 0, 0, 0, 1, 0, 2, b'h', b'i']);
+        assert!(OkInfo::write_untracked(&mut out, 0, &[0, 0]).is_err());
     }
 
     #[test]
