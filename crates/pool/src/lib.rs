@@ -195,6 +195,8 @@ pub struct PooledConn {
     conn: Option<Box<BackendConn>>,
     server: Arc<ServerState>,
     key: PoolKey,
+    /// [`ServerState::key_bucket`] of `key`: counted as in use there while checked out.
+    bucket: usize,
 }
 
 impl PooledConn {
@@ -238,20 +240,42 @@ fn unreachable_conn() -> ! {
     panic!("PooledConn used after its connection was taken")
 }
 
-/// A slot reserved on a server for a connection being opened: given back if the connection
-/// never comes to be (a failed connect, or the checkout dropped half way).
-struct Reserved(Option<Arc<ServerState>>);
+/// A slot reserved on a server for a checkout of key `bucket` (counted in use from now on,
+/// so that the key's other checkouts know a connection is coming): given back unless it
+/// becomes a [`PooledConn`] (no connection in the end, or the checkout dropped half way).
+struct Reserved {
+    server: Option<Arc<ServerState>>,
+    bucket: usize,
+}
 
 impl Reserved {
+    fn new(server: Arc<ServerState>, bucket: usize) -> Reserved {
+        server.took_key(bucket);
+        Reserved {
+            server: Some(server),
+            bucket,
+        }
+    }
+
     /// The connection exists: its [`PooledConn`] holds the slot from now on.
-    fn keep(mut self) {
-        self.0 = None;
+    fn into_pooled(mut self, conn: Box<BackendConn>, key: PoolKey) -> PooledConn {
+        let server = match self.server.take() {
+            Some(s) => s,
+            None => unreachable_conn(),
+        };
+        PooledConn {
+            conn: Some(conn),
+            server,
+            key,
+            bucket: self.bucket,
+        }
     }
 }
 
 impl Drop for Reserved {
     fn drop(&mut self) {
-        if let Some(server) = self.0.take() {
+        if let Some(server) = self.server.take() {
+            server.put_back_key(self.bucket);
             server.release_slot();
         }
     }
@@ -260,9 +284,18 @@ impl Drop for Reserved {
 impl Drop for PooledConn {
     fn drop(&mut self) {
         // Returned or closed: the slot frees up.
+        self.server.put_back_key(self.bucket);
         self.server.release_slot();
     }
 }
+
+/// How long, at most, a statement waits for a connection of its own key to come back rather
+/// than close another key's idle one to open its own, when its server is at max_connections.
+/// About what a connect costs on a LAN: a connection in use comes back sooner than that when
+/// it serves short statements (the case that matters, clients of two keys taking turns on
+/// a full server would otherwise close each other's connections at every statement), and a
+/// statement whose key's connections are all held for longer loses no more than a connect.
+const KEY_AFFINITY_WAIT: Duration = Duration::from_millis(10);
 
 impl Pool {
     /// An empty pool.
@@ -421,6 +454,9 @@ impl Pool {
         let deadline = started + settings.connect_timeout_max;
         let mut attempts = 0u32;
         let mut last_err: Option<BackendError> = None;
+        let bucket = server::key_bucket(&login.key);
+        // When this checkout started waiting for a connection of its key to come back.
+        let mut affinity_since: Option<Instant> = None;
         loop {
             // The common case first: a free slot, nothing to register for.
             let free = match self.pick(hostgroup, true) {
@@ -487,17 +523,14 @@ impl Pool {
                     },
                 }
             };
+            let slot = Reserved::new(server.clone(), bucket);
             let idle = if reuse {
                 server.take_idle(login, settings.collation_portable)
             } else {
                 None
             };
             if let Some(conn) = idle {
-                let mut pooled = PooledConn {
-                    conn: Some(conn),
-                    server: server.clone(),
-                    key: login.key.clone(),
-                };
+                let mut pooled = slot.into_pooled(conn, login.key.clone());
                 // A connection the server closed while it sat idle (restart, wait_timeout) is
                 // dropped here, before a client statement could fail on it.
                 let stale = !pooled.conn().idle_ok()
@@ -509,7 +542,27 @@ impl Pool {
                 }
                 return Ok(pooled);
             }
-            server.evict_idle_over_limit();
+            let affinity_until =
+                *affinity_since.get_or_insert_with(Instant::now) + KEY_AFFINITY_WAIT;
+            if reuse
+                && server.full_with_idle()
+                && server.key_in_use_by_others(bucket)
+                && Instant::now() < affinity_until
+            {
+                // Opening a connection would close another key's idle one, and one of this
+                // key's is in use: wait a little for it instead, slot given back meanwhile.
+                let (_waiting, returned) = server.watch_returns();
+                tokio::pin!(returned);
+                returned.as_mut().enable();
+                drop(slot);
+                let until = affinity_until.min(deadline);
+                tokio::select! {
+                    () = returned => {}
+                    () = tokio::time::sleep_until(until.into()) => {}
+                }
+                continue;
+            }
+            server.evict_idle_for_connect();
             let params = ConnectParams {
                 endpoint: server.endpoint().clone(),
                 username: login.key.username.to_string(),
@@ -529,23 +582,17 @@ impl Pool {
                 connect_timeout: settings.connect_timeout,
             };
             // The checkout may be dropped while it connects (its client hung up, a KILL): the
-            // slot must not go with it.
-            let reserved = Reserved(Some(server.clone()));
+            // slot must not go with it (`slot` gives it back).
             // Boxed: the connect and handshake make a large future, which would otherwise
             // be part of every checkout's state (and be copied with it) for a rare event.
             match Box::pin(BackendConn::connect(&params)).await {
                 Ok(conn) => {
-                    reserved.keep();
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
-                    return Ok(PooledConn {
-                        conn: Some(Box::new(conn)),
-                        server,
-                        key: login.key.clone(),
-                    });
+                    return Ok(slot.into_pooled(Box::new(conn), login.key.clone()));
                 }
                 Err(e) => {
-                    drop(reserved);
+                    drop(slot);
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
                     // A schema that does not exist is the client's mistake, which it is told

@@ -157,6 +157,34 @@ pub struct ServerState {
     errors_shun_until: AtomicU64,
     /// Connect errors in the current one-second window: (window start ms, count).
     recent_errors: Mutex<(u64, u32)>,
+    /// Connections in use per key, by [`key_bucket`] (keys that share a bucket count
+    /// together: a statement may then wait for a connection of another key, never longer
+    /// than the affinity wait).
+    key_use: [AtomicU32; KEY_BUCKETS],
+    /// Statements waiting for a connection to come back ([`ServerState::returned`]).
+    return_waiters: AtomicU32,
+    /// Notified when a connection goes back to the idle list while statements wait for one.
+    returned: tokio::sync::Notify,
+}
+
+const KEY_BUCKETS: usize = 16;
+
+/// Counts a statement waiting for a returned connection until dropped.
+pub(crate) struct ReturnWait<'a>(&'a ServerState);
+
+impl Drop for ReturnWait<'_> {
+    fn drop(&mut self) {
+        self.0.return_waiters.fetch_sub(1, Ordering::SeqCst);
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The [`ServerState::key_use`] counter a key is counted in.
+pub(crate) fn key_bucket(key: &PoolKey) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    (h.finish() % KEY_BUCKETS as u64) as usize
 }
 
 /// Reasons a server is SHUNNED by weir rather than by its configuration.
@@ -206,6 +234,9 @@ impl ServerState {
             shunned: AtomicU8::new(0),
             errors_shun_until: AtomicU64::new(0),
             recent_errors: Mutex::new((0, 0)),
+            key_use: Default::default(),
+            return_waiters: AtomicU32::new(0),
+            returned: tokio::sync::Notify::new(),
         }
     }
 
@@ -481,16 +512,67 @@ impl ServerState {
         None
     }
 
-    /// Keeps used + idle within max_connections by closing the oldest idle connections.
-    pub(crate) fn evict_idle_over_limit(&self) {
+    /// A connection of key `bucket` was handed out.
+    pub(crate) fn took_key(&self, bucket: usize) {
+        self.key_use[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection of key `bucket` came back or was closed.
+    pub(crate) fn put_back_key(&self, bucket: usize) {
+        self.key_use[bucket].fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Whether another checkout of key `bucket` than the caller's holds a connection or a
+    /// slot for one (a connection may come back soon).
+    pub(crate) fn key_in_use_by_others(&self, bucket: usize) -> bool {
+        self.key_use[bucket].load(Ordering::Relaxed) > 1
+    }
+
+    /// Whether used and idle connections fill max_connections and some are idle: a new
+    /// connection would close an idle one.
+    pub(crate) fn full_with_idle(&self) -> bool {
         let max = self.spec.read().max_connections as usize;
-        for shard in self.idle.iter() {
-            let mut idle = shard.lock();
-            while !idle.is_empty()
-                && self.stats.conn_used.load(Ordering::Relaxed) as usize
-                    + self.stats.conn_free.load(Ordering::Relaxed) as usize
-                    > max
-            {
+        let free = self.stats.conn_free.load(Ordering::Relaxed) as usize;
+        free > 0 && self.stats.conn_used.load(Ordering::Relaxed) as usize + free > max
+    }
+
+    /// A wait for a connection to go back to the idle list: the guard counts the waiter
+    /// (returns notify only while some wait), the future resolves at the next return once
+    /// enabled. The waiter counts as wanting a connection too: sessions that keep theirs
+    /// only by affinity give them up (the one it waits for may be such).
+    pub(crate) fn watch_returns(&self) -> (ReturnWait<'_>, tokio::sync::futures::Notified<'_>) {
+        self.return_waiters.fetch_add(1, Ordering::SeqCst);
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        self.wanted.notify_waiters();
+        (ReturnWait(self), self.returned.notified())
+    }
+
+    /// Makes room for a connection about to be opened: closes the oldest idle connection when
+    /// used + idle exceed max_connections. One at most: `used` counts slots reserved by
+    /// checkouts that are about to take an idle connection, which must not be closed under
+    /// them (the last connection of another key would go, and that key would close another
+    /// to get one back). Idle connections over a lowered max_connections go this way one
+    /// connect at a time, and with `trim_idle`.
+    pub(crate) fn evict_idle_for_connect(&self) {
+        let max = self.spec.read().max_connections as usize;
+        let over = || {
+            self.stats.conn_used.load(Ordering::Relaxed) as usize
+                + self.stats.conn_free.load(Ordering::Relaxed) as usize
+                > max
+        };
+        if !over() {
+            return;
+        }
+        // Oldest first: connections are pushed at the end when they come back.
+        let oldest = self
+            .idle
+            .iter()
+            .enumerate()
+            .filter_map(|(n, shard)| shard.lock().first().map(|i| (i.since, n)))
+            .min();
+        if let Some((_, n)) = oldest {
+            let mut idle = self.idle[n].lock();
+            if !idle.is_empty() && over() {
                 idle.remove(0);
                 self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
             }
@@ -505,6 +587,9 @@ impl ServerState {
             since: Instant::now(),
         });
         self.stats.conn_free.fetch_add(1, Ordering::Relaxed);
+        if self.return_waiters.load(Ordering::SeqCst) > 0 {
+            self.returned.notify_waiters();
+        }
     }
 
     /// Closes idle connections beyond `keep`, oldest first, among those idle since before
