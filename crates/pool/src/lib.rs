@@ -289,6 +289,20 @@ impl Drop for PooledConn {
     }
 }
 
+/// How often a statement waiting on a server that refuses connections for lack of room
+/// tries again (it also tries whenever one of weir's connections to it comes back).
+const SERVER_FULL_RETRY: Duration = Duration::from_millis(100);
+
+/// The error code when a connect failed only because the server has no room for another
+/// connection now: ER_CON_COUNT_ERROR (max_connections), ER_TOO_MANY_USER_CONNECTIONS
+/// (max_user_connections), ER_USER_LIMIT_REACHED (the account's MAX_USER_CONNECTIONS).
+fn connections_exhausted(e: &BackendError) -> Option<u16> {
+    match e {
+        BackendError::Server(info) if matches!(info.code, 1040 | 1203 | 1226) => Some(info.code),
+        _ => None,
+    }
+}
+
 /// How long, at most, a statement waits for a connection of its own key to come back rather
 /// than close another key's idle one to open its own, when its server is at max_connections.
 /// About what a connect costs on a LAN: a connection in use comes back sooner than that when
@@ -595,6 +609,28 @@ impl Pool {
                     drop(slot);
                     server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_failed.fetch_add(1, Ordering::Relaxed);
+                    if let Some(code) = connections_exhausted(&e) {
+                        // The server is up but takes no more connections now (its
+                        // max_connections, or the backend user's limit, reached by other
+                        // clients than weir): the statement waits for one of weir's to come
+                        // back, or for room to connect, as when weir's own max_connections is
+                        // reached. No reason to shun the server.
+                        let now = Instant::now();
+                        if now >= deadline {
+                            return Err(PoolError::Refused(e));
+                        }
+                        tracing::debug!(server = %server.endpoint(), code, "backend full, waiting");
+                        let (_waiting, returned) = server.watch_returns();
+                        tokio::pin!(returned);
+                        returned.as_mut().enable();
+                        let retry = (deadline - now).min(SERVER_FULL_RETRY);
+                        tokio::select! {
+                            () = returned => {}
+                            () = tokio::time::sleep(retry) => {}
+                        }
+                        last_err = Some(e);
+                        continue;
+                    }
                     // A schema that does not exist is the client's mistake, which it is told
                     // of (ERROR 1049): not worth a warning per attempt in the proxy's log.
                     if matches!(&e, BackendError::Server(info) if info.code == 1049) {

@@ -2595,3 +2595,58 @@ fn clients_of_two_keys_on_a_full_server_keep_their_connections() {
         "{connects} backend connects for 1,200 statements"
     );
 }
+
+/// A server that refuses connections for lack of room (here the backend account's
+/// MAX_USER_CONNECTIONS, as when other applications fill a server's max_connections): weir's
+/// statements wait for one of its connections to come back instead of failing, and the
+/// server is not shunned for it.
+#[test]
+fn statements_wait_when_the_server_has_no_room_for_another_connection() {
+    use common::raw::{err_code, RawClient};
+    let w = start("auto_increment_delay_multiplex = 0");
+    primary(
+        "CREATE USER IF NOT EXISTS 'capped'@'%' IDENTIFIED BY 'cappedpass' \
+         WITH MAX_USER_CONNECTIONS 2; GRANT SELECT ON weirtest.* TO 'capped'@'%'",
+    );
+    admin(
+        &w,
+        "INSERT INTO mysql_users (username, password, default_hostgroup) \
+         VALUES ('capped', 'cappedpass', 0); LOAD MYSQL USERS TO RUNTIME",
+    );
+    // Directly, a third connection is refused.
+    let port = topo().primary.port;
+    let direct: Vec<_> = (0..3)
+        .map(|_| RawClient::login(port, "capped", "cappedpass", None))
+        .collect();
+    assert_eq!(err_code(&direct[2].1), Some(1226), "{:?}", direct[2].1);
+    drop(direct);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let port = w.port;
+            std::thread::spawn(move || {
+                let (mut c, p) = RawClient::login(port, "capped", "cappedpass", None);
+                assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+                (0..2)
+                    .map(|_| c.query("SELECT SLEEP(0.2), 7"))
+                    .map(|r| {
+                        err_code(&r[0]).map_or_else(|| Ok(common::raw::text_first_row(&r)), Err)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for t in threads {
+        for r in t.join().unwrap() {
+            assert_eq!(r, Ok(vec![Some("0".to_owned()), Some("7".to_owned())]));
+        }
+    }
+    // Twelve statements of 0.2 s two at a time.
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1100));
+    let rows = table(
+        &w,
+        "SELECT status FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    );
+    assert_eq!(rows[0]["status"], "ONLINE", "{}", w.stderr_tail(20));
+}
