@@ -2415,6 +2415,8 @@ fn multi_statements_run(port: u16, weir: Option<&WeirProcess>) -> Vec<(&'static 
     run("b still on", &mut b);
     let r = a.command(&[0x1b, 7, 0], Expect::Status);
     seen.push(("an unknown option", raw_outcome(&r)));
+    assert_eq!(held(), 0, "a refused COM_SET_OPTION holds no connection");
+    seen.push(("a after them", raw_outcome(&a.query(two))));
     seen
 }
 

@@ -43,20 +43,19 @@ impl Session {
             com::STATISTICS => return self.forward(cmd, Expect::Single, 0).await,
             com::SET_OPTION => {
                 // Multi-statements on (0) or off (1) is followed: the connection a statement
-                // of the session gets is set the same way first. Anything else pins.
+                // of the session gets is set the same way first. Anything else the server
+                // takes pins; what it refuses (an unknown option, a malformed payload)
+                // changed nothing.
                 let option = match cmd.payload().get(1..) {
                     Some([lo, hi]) => Some(u16::from_le_bytes([*lo, *hi])),
                     _ => None,
                 };
-                let pins = match option {
-                    Some(o @ (0 | 1)) => {
-                        self.effects = Default::default();
-                        self.effects.multi_statements = Some(o == 0);
-                        0
-                    }
-                    _ => Pin::UNTRACKED,
-                };
-                return self.forward(cmd, Expect::Status, pins).await;
+                self.effects = Default::default();
+                match option {
+                    Some(o @ (0 | 1)) => self.effects.multi_statements = Some(o == 0),
+                    _ => self.effects.pins_on_success = Pin::UNTRACKED,
+                }
+                return self.forward(cmd, Expect::Status, 0).await;
             }
             com::STMT_PREPARE => return self.prepare(cmd).await,
             com::STMT_EXECUTE => return self.execute(cmd).await,

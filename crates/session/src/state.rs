@@ -41,6 +41,8 @@ pub(crate) struct Effects {
     pub(crate) statement_scoped_set: bool,
     /// COM_SET_OPTION: multi-statements on or off.
     pub(crate) multi_statements: Option<bool>,
+    /// Reasons to pin if the statement succeeds (a command whose failure changes nothing).
+    pub(crate) pins_on_success: u32,
 }
 
 /// Client-side state that is not a variable.
@@ -66,6 +68,7 @@ impl Effects {
             && !self.reads_last_insert_id
             && !self.statement_scoped_set
             && self.multi_statements.is_none()
+            && self.pins_on_success == 0
     }
 }
 
@@ -148,6 +151,7 @@ impl Session {
     pub(crate) fn apply_effects(&mut self, succeeded: bool) -> bool {
         let fx = std::mem::take(&mut self.effects);
         if succeeded {
+            self.pins |= fx.pins_on_success;
             if let Some(a) = &fx.set {
                 self.vars.apply(a);
                 if let Some(b) = self.backend.as_mut() {
