@@ -2652,3 +2652,46 @@ fn statements_wait_when_the_server_has_no_room_for_another_connection() {
     );
     assert_eq!(rows[0]["status"], "ONLINE", "{}", w.stderr_tail(20));
 }
+
+/// What an UPDATE matching two rows and changing one reports to a client with
+/// CLIENT_FOUND_ROWS and to one without, taking turns on one connection.
+fn found_rows_run(port: u16) -> Vec<u64> {
+    use common::raw::RawClient;
+    primary(
+        "CREATE OR REPLACE TABLE weirtest.found_rows_t (a INT); \
+         INSERT INTO weirtest.found_rows_t VALUES (1), (2)",
+    );
+    let login = |extra| {
+        let (c, p) = RawClient::login_caps(port, WEIR_USER, WEIR_PASS, Some("weirtest"), extra);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut found = login(weir_wire::cap::FOUND_ROWS);
+    let mut changed = login(0);
+    let affected = |c: &mut RawClient, v: u32| {
+        let r = c.query(&format!(
+            "UPDATE found_rows_t SET a = {v} WHERE a IN (1, {v})"
+        ));
+        assert_eq!(r[0][0], 0, "{r:?}");
+        weir_wire::msg::OkInfo::parse(&r[0]).unwrap().affected_rows
+    };
+    vec![affected(&mut found, 2), affected(&mut changed, 3)]
+}
+
+/// mysql-client_found_rows: by default a client's CLIENT_FOUND_ROWS is honoured (as
+/// directly); set to false, every client gets changed-row counts and they share connections.
+#[test]
+fn client_found_rows_false_shares_connections_and_counts_changed_rows() {
+    // Rows 1, 2: `SET a = 2 WHERE a IN (1, 2)` matches 2, changes 1; then rows 2, 2:
+    // `SET a = 3 WHERE a IN (1, 3)` matches none.
+    let direct = found_rows_run(topo().primary.port);
+    assert_eq!(direct, [2, 0]);
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    assert_eq!(found_rows_run(w.port), direct);
+    let w = start_with_max(
+        1,
+        "auto_increment_delay_multiplex = 0\nclient_found_rows = false",
+    );
+    assert_eq!(found_rows_run(w.port), [1, 0], "{}", w.stderr_tail(20));
+    assert_eq!(backend_connects(&w), 1, "one connection served both");
+}

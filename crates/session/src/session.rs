@@ -246,9 +246,15 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         .database
         .clone()
         .or_else(|| login.user.default_schema.clone());
+    let mut capabilities = weir_backend::pool_key_capabilities(client.caps);
+    if !shared.runtime.load().mysql.client_found_rows {
+        // The DBA's choice (mysql-client_found_rows = false): backends count changed rows
+        // for every client, which then share connections whatever they asked for.
+        capabilities &= !weir_wire::cap::FOUND_ROWS;
+    }
     let key = PoolKey {
         username: login.user.username.as_str().into(),
-        capabilities: weir_backend::pool_key_capabilities(client.caps),
+        capabilities,
         mariadb_capabilities: client.mariadb_caps,
     };
     let ignore_space = client.caps & weir_wire::cap::IGNORE_SPACE != 0;
