@@ -2695,3 +2695,32 @@ fn client_found_rows_false_shares_connections_and_counts_changed_rows() {
     assert_eq!(found_rows_run(w.port), [1, 0], "{}", w.stderr_tail(20));
     assert_eq!(backend_connects(&w), 1, "one connection served both");
 }
+
+/// mysql-client_multi_statements = false: weir does not offer CLIENT_MULTI_STATEMENTS, a
+/// client that asks for it anyway gets it off, and COM_SET_OPTION cannot turn it on.
+#[test]
+fn client_multi_statements_false_keeps_them_off() {
+    use common::raw::{err_code, RawClient};
+    use weir_wire::cap;
+    use weir_wire::reply::Expect;
+    let w = start("client_multi_statements = false");
+    let (mut c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+    assert_eq!(c.greeting.capabilities & cap::MULTI_STATEMENTS, 0);
+    // The raw client asked for them: the server reads the text as one statement.
+    assert_eq!(err_code(&c.query("SELECT 1; SELECT 2")[0]), Some(1064));
+    let on = c.command(&[0x1b, 0, 0], Expect::Status);
+    assert_eq!(err_code(&on[0]), Some(1235), "{on:?}");
+    assert_eq!(err_code(&c.query("SELECT 1; SELECT 2")[0]), Some(1064));
+    let off = c.command(&[0x1b, 1, 0], Expect::Status);
+    assert_eq!(off[0][0], 0xfe, "{off:?}");
+    let three = common::raw::text_first_row(&c.query("SELECT 3"));
+    assert_eq!(three, [Some("3".to_owned())], "the session goes on");
+    let w = start("");
+    let (c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    assert_ne!(
+        c.greeting.capabilities & cap::MULTI_STATEMENTS,
+        0,
+        "offered by default"
+    );
+}

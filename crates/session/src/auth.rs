@@ -82,7 +82,12 @@ pub async fn handshake(
     let scramble = auth::new_scramble();
     client.scramble = scramble;
     let server_version = announced_version(&runtime.mysql.server_version);
-    let (capabilities, mariadb_capabilities) = greeting_capabilities(&server_version);
+    let (mut capabilities, mariadb_capabilities) = greeting_capabilities(&server_version);
+    if !runtime.mysql.client_multi_statements {
+        // mysql-client_multi_statements = false: not offered, and off for every client
+        // whatever it asks (COM_SET_OPTION cannot turn it on either).
+        capabilities &= !cap::MULTI_STATEMENTS;
+    }
     let greeting = Greeting {
         server_version,
         connection_id,
@@ -131,7 +136,7 @@ pub async fn handshake(
         client.send_err(seq, &e).await?;
         return Err(LoginError::Refused);
     }
-    client.caps = resp.capabilities & SERVER_CAPS;
+    client.caps = resp.capabilities & SERVER_CAPS & (capabilities | !cap::MULTI_STATEMENTS);
     client.mariadb_caps = resp.mariadb_capabilities & mariadb_capabilities;
     let user = runtime.frontend_users.get(&resp.username).cloned();
     let Some(user) = user else {

@@ -52,6 +52,16 @@ impl Session {
                 };
                 self.effects = Default::default();
                 match option {
+                    Some(0) if !self.shared.runtime.load().mysql.client_multi_statements => {
+                        let e = ErrInfo::new(
+                            errcode::ER_NOT_SUPPORTED_YET,
+                            "42000",
+                            "multi-statements are disabled on this proxy \
+                             (mysql-client_multi_statements = false)",
+                        );
+                        self.client.send_err(seq, &e).await?;
+                        return Ok(Flow::Continue);
+                    }
                     Some(o @ (0 | 1)) => self.effects.multi_statements = Some(o == 0),
                     _ => self.effects.pins_on_success = Pin::UNTRACKED,
                 }
