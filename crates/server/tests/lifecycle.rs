@@ -27,6 +27,9 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// LOAD DATA LOCAL INFILE with the mariadb CLI: refused by default
+/// (mysql-enable_load_data_local_infile = false) with the server's error and nothing loaded,
+/// relayed when enabled.
 #[test]
 fn load_data_local_infile() {
     let dir = weir_testkit::scratch_dir("infile").unwrap();
@@ -40,10 +43,23 @@ fn load_data_local_infile() {
          SELECT COUNT(*), SUM(id) FROM weirtest.infile",
         file.display()
     );
-    let out = mariadb_cmd(common::weir().port)
-        .args(["--local-infile=1", "-N", "-e", &sql])
-        .output()
+    let load = |port| {
+        mariadb_cmd(port)
+            .args(["--local-infile=1", "-N", "-e", &sql])
+            .output()
+            .unwrap()
+    };
+    let refused = load(common::weir().port);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("ERROR 4166"), "{stderr}");
+    let count = common::topo()
+        .primary
+        .query_rows("SELECT COUNT(*) FROM weirtest.infile")
         .unwrap();
+    assert_eq!(count[0][0], "0", "nothing loaded");
+    let w = common::admin::start("enable_load_data_local_infile = true");
+    let out = load(w.port);
     assert!(
         out.status.success(),
         "{}",

@@ -2511,7 +2511,10 @@ fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
 /// LOCAL refused with the server's error, nothing loaded).
 #[test]
 fn clients_with_and_without_session_tracking_and_local_files_share_a_connection() {
-    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let w = start_with_max(
+        1,
+        "auto_increment_delay_multiplex = 0\nenable_load_data_local_infile = true",
+    );
     let direct = adapted_caps_run(topo().primary.port);
     let tracked = &direct[1].1[0];
     assert!(

@@ -88,6 +88,11 @@ pub async fn handshake(
         // whatever it asks (COM_SET_OPTION cannot turn it on either).
         capabilities &= !cap::MULTI_STATEMENTS;
     }
+    if !runtime.mysql.enable_load_data_local_infile {
+        // Not offered: a client's LOAD DATA LOCAL gets the server's refusal (the relay answers
+        // a file request for a client without CLIENT_LOCAL_FILES with no file).
+        capabilities &= !cap::LOCAL_FILES;
+    }
     let greeting = Greeting {
         server_version,
         connection_id,
@@ -136,7 +141,9 @@ pub async fn handshake(
         client.send_err(seq, &e).await?;
         return Err(LoginError::Refused);
     }
-    client.caps = resp.capabilities & SERVER_CAPS & (capabilities | !cap::MULTI_STATEMENTS);
+    client.caps = resp.capabilities
+        & SERVER_CAPS
+        & (capabilities | !(cap::MULTI_STATEMENTS | cap::LOCAL_FILES));
     client.mariadb_caps = resp.mariadb_capabilities & mariadb_capabilities;
     let user = runtime.frontend_users.get(&resp.username).cloned();
     let Some(user) = user else {
