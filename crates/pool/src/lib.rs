@@ -100,10 +100,24 @@ pub struct PoolSettings {
     pub shun_on_failures: u32,
     /// How long such a server stays shunned (mysql-shun_recovery_time_sec).
     pub shun_recovery_time: Duration,
+    /// Connections older than this are closed instead of reused
+    /// (mysql-connection_max_age_ms; `None` = no limit).
+    pub max_age: Option<Duration>,
+    /// How long the ping of an idle connection before its reuse may take
+    /// (mysql-ping_timeout_server); a connection that does not answer in time is closed.
+    pub ping_timeout: Duration,
     /// Whether a connection whose charsets start at this collation id can be brought to
     /// another, and one of another brought to it: only then does a checkout take an idle
     /// connection of a collation other than the client's. Never, by default.
     pub collation_portable: fn(u8) -> bool,
+}
+
+impl PoolSettings {
+    /// Whether `conn` has reached max_age.
+    fn too_old(&self, conn: &BackendConn) -> bool {
+        self.max_age
+            .is_some_and(|max| conn.created.elapsed() >= max)
+    }
 }
 
 impl Default for PoolSettings {
@@ -116,6 +130,8 @@ impl Default for PoolSettings {
             ping_interval: Duration::from_millis(120_000),
             shun_on_failures: 5,
             shun_recovery_time: Duration::from_secs(10),
+            max_age: None,
+            ping_timeout: Duration::from_millis(500),
             collation_portable: |_| false,
         }
     }
@@ -548,8 +564,16 @@ impl Pool {
                 // A connection the server closed while it sat idle (restart, wait_timeout) is
                 // dropped here, before a client statement could fail on it.
                 let stale = !pooled.conn().idle_ok()
+                    || settings.too_old(pooled.conn_ref())
                     || (pooled.conn_ref().last_used.elapsed() >= settings.ping_interval
-                        && pooled.conn().command(weir_wire_ping(), &[]).await.is_err());
+                        && !matches!(
+                            tokio::time::timeout(
+                                settings.ping_timeout,
+                                pooled.conn().command(weir_wire_ping(), &[])
+                            )
+                            .await,
+                            Ok(Ok(_))
+                        ));
                 if stale {
                     drop(pooled);
                     continue;
@@ -694,7 +718,8 @@ impl Pool {
             return;
         };
         let server = pooled.server.clone();
-        if clean && conn.reusable() && server.accepts_returns() {
+        let too_old = self.settings.load().too_old(&conn);
+        if clean && conn.reusable() && server.accepts_returns() && !too_old {
             // Idle connections over mysql-free_connections_pct are closed by `trim_idle`, once
             // they have sat idle a while; PooledConn::drop releases the used slot.
             server.put_idle(pooled.key.clone(), conn);

@@ -66,6 +66,8 @@ pub fn pool_settings(rt: &Runtime) -> PoolSettings {
         ping_interval: m.ping_interval_server,
         shun_on_failures: m.shun_on_failures,
         shun_recovery_time: m.shun_recovery_time,
+        max_age: m.connection_max_age,
+        ping_timeout: m.ping_timeout_server,
         // weir spells out the charsets of the collations it knows (`SET NAMES`).
         collation_portable: |id| weir_sql::collation_by_id(u32::from(id)).is_some(),
     }

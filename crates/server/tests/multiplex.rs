@@ -2727,3 +2727,27 @@ fn client_multi_statements_false_keeps_them_off() {
         "offered by default"
     );
 }
+
+/// mysql-connection_max_age_ms: a connection older than that is closed instead of reused.
+#[test]
+fn connections_older_than_the_max_age_are_not_reused() {
+    use common::raw::RawClient;
+    let run = |w: &WeirProcess| {
+        let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        let before = backend_connects(w);
+        for _ in 0..3 {
+            let r = c.query("INSERT INTO weirtest.max_age_t VALUES (1)");
+            assert_eq!(r[0][0], 0, "{r:?}");
+            std::thread::sleep(std::time::Duration::from_millis(600));
+        }
+        backend_connects(w) - before
+    };
+    primary("CREATE TABLE IF NOT EXISTS weirtest.max_age_t (a INT)");
+    let young = start("auto_increment_delay_multiplex = 0");
+    let old = start("auto_increment_delay_multiplex = 0\nconnection_max_age_ms = 300");
+    let (young, old) = (run(&young), run(&old));
+    // The login may have opened the first one (its schema check): the statements after a
+    // pause each open one when connections age out, none otherwise.
+    assert!(young <= 1, "{young}");
+    assert_eq!(old - young, 2, "{old} {young}");
+}
