@@ -1252,3 +1252,80 @@ async fn a_driver_reads_an_execution_killed_before_reaching_a_backend() {
     let one: Option<i64> = a.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
 }
+
+/// Idle clients: closed after mysql-wait_timeout, or their own session wait_timeout when it is
+/// smaller, and after mysql-max_transaction_idle_time with a transaction open (rolled back);
+/// a client that keeps talking stays.
+#[test]
+fn idle_clients_are_closed_after_their_timeouts() {
+    let w = common::admin::start("wait_timeout = 800\nmax_transaction_idle_time = 1000");
+    let login = || {
+        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut idle = login();
+    let mut busy = login();
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(busy.query("SELECT 1")[0], [1]);
+    }
+    assert!(
+        idle.closed_within(Duration::from_millis(100)),
+        "idle for 1.5 s with wait_timeout 0.8 s"
+    );
+    assert!(!busy.closed_within(Duration::from_millis(100)));
+    assert!(!busy.query("SELECT 1").is_empty());
+
+    let w = common::admin::start("max_transaction_idle_time = 1000");
+    let login = || {
+        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    // Its own wait_timeout (seconds), smaller than weir's.
+    let mut own = login();
+    assert_eq!(own.query("SET SESSION wait_timeout = 1")[0][0], 0);
+    let mut in_trx = login();
+    let mut no_trx = login();
+    common::topo()
+        .primary
+        .query_rows("CREATE TABLE IF NOT EXISTS weirtest.idle_trx (a INT)")
+        .unwrap();
+    assert_eq!(in_trx.query("BEGIN")[0][0], 0);
+    assert_eq!(in_trx.query("INSERT INTO idle_trx VALUES (42)")[0][0], 0);
+    std::thread::sleep(Duration::from_millis(1600));
+    assert!(
+        in_trx.closed_within(Duration::from_millis(100)),
+        "idle in a transaction past 1 s"
+    );
+    assert!(
+        own.closed_within(Duration::from_millis(100)),
+        "idle past its own wait_timeout"
+    );
+    assert!(!no_trx.closed_within(Duration::from_millis(100)));
+    let r = no_trx.query("SELECT COUNT(*) FROM idle_trx WHERE a = 42");
+    assert_eq!(
+        common::raw::text_first_row(&r),
+        [Some("0".to_owned())],
+        "rolled back; the client without a transaction is still served"
+    );
+
+    // A transaction never idle for long, but open past mysql-max_transaction_time.
+    let w = common::admin::start("max_transaction_time = 1000");
+    let (mut busy, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    assert_eq!(busy.query("BEGIN")[0][0], 0);
+    let mut served = 0;
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(250));
+        if busy.closed_within(Duration::from_millis(1)) {
+            break;
+        }
+        assert_eq!(busy.query("SELECT 1")[0], [1]);
+        served += 1;
+    }
+    assert!(
+        (3..8).contains(&served),
+        "closed after about 1 s: {served} statements"
+    );
+}

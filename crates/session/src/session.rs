@@ -93,6 +93,8 @@ pub struct Session {
     pub(crate) flag_in: i32,
     /// Until when an idle connection stays with the session (mysql-connection_delay_multiplex_ms).
     pub(crate) hold_until: Option<tokio::time::Instant>,
+    /// When an idle client is disconnected.
+    pub(crate) idle: IdleClock,
     /// The statement timer, reset for each command sent to a backend (see `exec`).
     pub(crate) timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// The query cache key of the current statement; reused across statements.
@@ -320,6 +322,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         decision: weir_rules::Decision::default(),
         flag_in: 0,
         hold_until: None,
+        idle: IdleClock::new(),
         timer: Box::pin(tokio::time::sleep(Duration::MAX)),
         cache_key: Vec::new(),
         capture: None,
@@ -347,7 +350,73 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     drop(registration);
 }
 
+/// No limit, for idle clients (mysql-wait_timeout = 0): a year, beyond any setting.
+const IDLE_FAR: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// What decides when an idle client is disconnected ([`Session::idle_deadline`]).
+pub(crate) struct IdleClock {
+    /// When the transaction the session holds open began (the end of the statement whose
+    /// reply first showed it), for mysql-max_transaction_time.
+    trx_since: Option<Instant>,
+    /// Fires at (or before) the moment the client is disconnected; re-armed only when that
+    /// moment comes sooner, or when it fires early.
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// When `timer` fires.
+    armed: Instant,
+    /// When the client's last command ended.
+    last_active: Instant,
+}
+
+impl IdleClock {
+    /// A clock for a client that just logged in.
+    pub(crate) fn new() -> IdleClock {
+        let now = Instant::now();
+        IdleClock {
+            trx_since: None,
+            timer: Box::pin(tokio::time::sleep(Duration::MAX)),
+            armed: now + IDLE_FAR,
+            last_active: now,
+        }
+    }
+}
+
 impl Session {
+    /// When an idle client is disconnected, and why: after mysql-wait_timeout (or the
+    /// client's own session wait_timeout, in seconds, when smaller), sooner with a
+    /// transaction open (mysql-max_transaction_idle_time, and mysql-max_transaction_time
+    /// from the transaction's start).
+    fn idle_deadline(&self) -> (Instant, &'static str) {
+        let now = self.idle.last_active;
+        let rt = self.shared.runtime.load();
+        let m = &rt.mysql;
+        let mut idle = if m.wait_timeout.is_zero() {
+            IDLE_FAR
+        } else {
+            m.wait_timeout
+        };
+        let own = self
+            .vars
+            .system("wait_timeout")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&s| s > 0)
+            .map(Duration::from_secs);
+        if let Some(own) = own {
+            idle = idle.min(own);
+        }
+        let mut deadline = (now + idle, "wait_timeout");
+        if let Some(since) = self.idle.trx_since {
+            let trx_idle = now + m.max_transaction_idle_time;
+            if trx_idle < deadline.0 {
+                deadline = (trx_idle, "max_transaction_idle_time");
+            }
+            let trx_time = since + m.max_transaction_time;
+            if trx_time < deadline.0 {
+                deadline = (trx_time, "max_transaction_time");
+            }
+        }
+        deadline
+    }
+
     async fn run(&mut self) {
         loop {
             let (max, long_query) = {
@@ -364,10 +433,27 @@ impl Session {
                 Some(b) if !self.tied() => Some(b.server().clone()),
                 _ => None,
             };
+            let (deadline, why) = self.idle_deadline();
+            if deadline < self.idle.armed {
+                self.idle.armed = deadline;
+                self.idle.timer.as_mut().reset(deadline.into());
+            }
             let cmd = tokio::select! {
                 biased;
                 r = self.client.read_command(max) => r,
                 _ = self.handle.kill.cancelled() => break,
+                () = &mut self.idle.timer => {
+                    if Instant::now() < deadline {
+                        // Armed for a sooner moment than now applies (a transaction ended).
+                        self.idle.armed = deadline;
+                        self.idle.timer.as_mut().reset(deadline.into());
+                        continue;
+                    }
+                    // Closed as the server closes an idle client: without a word; a
+                    // transaction left open is rolled back with the connection.
+                    tracing::info!(session = self.handle.id, user = %self.login.key.username, reason = why, "idle client connection closed");
+                    break;
+                }
                 _ = async { if let Some(s) = &affinity { s.wanted().await } }, if affinity.is_some() => {
                     self.keep_for = 0;
                     self.keep_until = None;
@@ -411,6 +497,16 @@ impl Session {
             self.begin_command(&cmd, started);
             let flow = self.dispatch(cmd).await;
             self.end_command(started, long_query);
+            let in_trans = self
+                .backend
+                .as_ref()
+                .is_some_and(|b| b.conn_ref().in_transaction());
+            self.idle.last_active = Instant::now();
+            if !in_trans {
+                self.idle.trx_since = None;
+            } else if self.idle.trx_since.is_none() {
+                self.idle.trx_since = Some(self.idle.last_active);
+            }
             match flow {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => break,

@@ -84,6 +84,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         decision: weir_rules::Decision::default(),
         flag_in: 0,
         hold_until: None,
+        idle: crate::session::IdleClock::new(),
         timer: Box::pin(tokio::time::sleep(std::time::Duration::MAX)),
         cache_key: Vec::new(),
         capture: None,

@@ -197,6 +197,25 @@ impl RawClient {
         self.command(&p, Expect::ResultSets)
     }
 
+    /// Whether the connection is closed by the other side within `wait`: EOF or a reset
+    /// (not a read timeout, nor a packet).
+    pub fn closed_within(&mut self, wait: std::time::Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut tmp = [0u8; 64];
+        let r = self.stream.read(&mut tmp);
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        match r {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    }
+
     /// Whether the server closed the connection (reads EOF within the timeout).
     pub fn is_closed(&mut self) -> bool {
         let mut tmp = [0u8; 64];
