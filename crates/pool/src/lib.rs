@@ -106,6 +106,8 @@ pub struct PoolSettings {
     /// How long the ping of an idle connection before its reuse may take
     /// (mysql-ping_timeout_server); a connection that does not answer in time is closed.
     pub ping_timeout: Duration,
+    /// Statements run on every new connection before its first use (mysql-init_connect).
+    pub init_connect: Option<Arc<str>>,
     /// Whether a connection whose charsets start at this collation id can be brought to
     /// another, and one of another brought to it: only then does a checkout take an idle
     /// connection of a collation other than the client's. Never, by default.
@@ -132,6 +134,7 @@ impl Default for PoolSettings {
             shun_recovery_time: Duration::from_secs(10),
             max_age: None,
             ping_timeout: Duration::from_millis(500),
+            init_connect: None,
             collation_portable: |_| false,
         }
     }
@@ -623,7 +626,24 @@ impl Pool {
             // slot must not go with it (`slot` gives it back).
             // Boxed: the connect and handshake make a large future, which would otherwise
             // be part of every checkout's state (and be copied with it) for a rare event.
-            match Box::pin(BackendConn::connect(&params)).await {
+            let connected = match Box::pin(BackendConn::connect(&params)).await {
+                Ok(mut conn) => match &settings.init_connect {
+                    Some(sql) => match run_init_connect(&mut conn, sql).await {
+                        Ok(()) => Ok(conn),
+                        Err(e) => {
+                            // The DBA's statements failed, not the server: every client is
+                            // told, and the server is not shunned for it.
+                            drop(slot);
+                            server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(server = %server.endpoint(), error = %e, "mysql-init_connect failed on a new backend connection");
+                            return Err(PoolError::Refused(e));
+                        }
+                    },
+                    None => Ok(conn),
+                },
+                Err(e) => Err(e),
+            };
+            match connected {
                 Ok(conn) => {
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
@@ -728,6 +748,29 @@ impl Pool {
             drop(conn);
         }
     }
+}
+
+/// Runs mysql-init_connect on a new connection: in one query, with multi-statements on for
+/// it so the server splits the statements. An error names the variable.
+async fn run_init_connect(conn: &mut BackendConn, sql: &str) -> Result<(), BackendError> {
+    let multi = conn.multi_statements;
+    let run = async {
+        if !multi {
+            conn.set_multi_statements(true).await?;
+        }
+        conn.query(sql).await?;
+        if !multi {
+            conn.set_multi_statements(false).await?;
+        }
+        Ok(())
+    };
+    run.await.map_err(|e| match e {
+        BackendError::Server(mut info) => {
+            info.message = format!("mysql-init_connect failed: {}", info.message);
+            BackendError::Server(info)
+        }
+        other => other,
+    })
 }
 
 /// COM_PING, the cheapest check that an idle connection still works.

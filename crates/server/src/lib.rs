@@ -68,6 +68,7 @@ pub fn pool_settings(rt: &Runtime) -> PoolSettings {
         shun_recovery_time: m.shun_recovery_time,
         max_age: m.connection_max_age,
         ping_timeout: m.ping_timeout_server,
+        init_connect: m.init_connect.as_deref().map(Arc::from),
         // weir spells out the charsets of the collations it knows (`SET NAMES`).
         collation_portable: |id| weir_sql::collation_by_id(u32::from(id)).is_some(),
     }

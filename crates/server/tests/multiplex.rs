@@ -2751,3 +2751,37 @@ fn connections_older_than_the_max_age_are_not_reused() {
     assert!(young <= 1, "{young}");
     assert_eq!(old - young, 2, "{old} {young}");
 }
+
+/// mysql-init_connect runs on every new backend connection (several statements at once);
+/// when it fails, clients get the server's error, named as coming from it, and the server is
+/// not shunned.
+#[test]
+fn init_connect_runs_on_new_connections() {
+    use common::raw::{err_code, RawClient};
+    let w = start(
+        "init_connect = \"SET SESSION group_concat_max_len = 4321; \
+         SET SESSION div_precision_increment = 7\"",
+    );
+    let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let r = c.query(
+        "SELECT @@session.group_concat_max_len, @@session.div_precision_increment, \
+         @@session.autocommit",
+    );
+    assert_eq!(
+        common::raw::text_first_row(&r),
+        [Some("4321".into()), Some("7".into()), Some("1".into())],
+        "{r:?}"
+    );
+    let w = start("init_connect = \"SET SESSION no_such_variable = 1\"");
+    let (mut c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    let r = c.query("INSERT INTO weirtest.nothing VALUES (1)");
+    assert_eq!(err_code(&r[0]), Some(1193), "{r:?}");
+    let msg = String::from_utf8_lossy(&r[0]);
+    assert!(msg.contains("mysql-init_connect failed"), "{msg}");
+    let rows = table(
+        &w,
+        "SELECT status FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    );
+    assert_eq!(rows[0]["status"], "ONLINE");
+}
