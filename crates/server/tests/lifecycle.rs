@@ -1329,3 +1329,38 @@ fn idle_clients_are_closed_after_their_timeouts() {
         "closed after about 1 s: {served} statements"
     );
 }
+
+/// A client that hangs up during a long statement: weir kills it on the server
+/// (mysql-kill_backend_connection_when_disconnect, by default), or leaves it to run when
+/// that is false.
+#[test]
+fn a_hung_up_clients_statement_is_killed_unless_configured_not_to() {
+    let primary = &common::topo().primary;
+    let still_running = |extra: &str, tag: &str| {
+        let w = common::admin::start(extra);
+        let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        c.send(format!("\x03SELECT SLEEP(4) AS {tag}").as_bytes());
+        let running = || {
+            primary
+                .query_value(&format!(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                     WHERE INFO LIKE 'SELECT SLEEP(4) AS {tag}%'"
+                ))
+                .unwrap()
+                == "1"
+        };
+        wait_until(
+            "the statement on the server",
+            Duration::from_secs(10),
+            running,
+        );
+        drop(c);
+        std::thread::sleep(Duration::from_millis(1200));
+        running()
+    };
+    assert!(!still_running("", "hung_up_killed"));
+    assert!(still_running(
+        "kill_backend_connection_when_disconnect = false",
+        "hung_up_left"
+    ));
+}

@@ -557,6 +557,18 @@ impl Session {
         self.pipe = None;
         if let Some(b) = self.backend.take() {
             GlobalStats::inc(&self.shared.stats.server_connections_aborted);
+            if !self
+                .shared
+                .runtime
+                .load()
+                .mysql
+                .kill_backend_connection_when_disconnect
+            {
+                // The DBA's choice: the statement runs to its end on the server (it then
+                // finds its connection gone; what it began, it rolls back).
+                drop(b);
+                return ClientError::Io(e);
+            }
             let running = Running {
                 server: b.server().clone(),
                 backend_thread: b.conn_ref().connection_id,
