@@ -106,6 +106,11 @@ pub struct PoolSettings {
     /// How long the ping of an idle connection before its reuse may take
     /// (mysql-ping_timeout_server); a connection that does not answer in time is closed.
     pub ping_timeout: Duration,
+    /// Pause before another connect attempt after one failed (mysql-connect_retries_delay).
+    pub connect_retries_delay: Duration,
+    /// Connections with autocommit off are closed rather than pooled
+    /// (mysql-autocommit_false_not_reusable).
+    pub autocommit_false_not_reusable: bool,
     /// Statements run on every new connection before its first use (mysql-init_connect).
     pub init_connect: Option<Arc<str>>,
     /// Whether a connection whose charsets start at this collation id can be brought to
@@ -135,6 +140,8 @@ impl Default for PoolSettings {
             max_age: None,
             ping_timeout: Duration::from_millis(500),
             init_connect: None,
+            connect_retries_delay: Duration::from_millis(1),
+            autocommit_false_not_reusable: false,
             collation_portable: |_| false,
         }
     }
@@ -705,6 +712,10 @@ impl Pool {
                         return Err(PoolError::ConnectFailed { hostgroup, last: e });
                     }
                     last_err = Some(e);
+                    if !settings.connect_retries_delay.is_zero() {
+                        let until = (Instant::now() + settings.connect_retries_delay).min(deadline);
+                        tokio::time::sleep_until(until.into()).await;
+                    }
                 }
             }
         }
@@ -738,8 +749,11 @@ impl Pool {
             return;
         };
         let server = pooled.server.clone();
-        let too_old = self.settings.load().too_old(&conn);
-        if clean && conn.reusable() && server.accepts_returns() && !too_old {
+        let settings = self.settings.load();
+        let autocommit_off = conn.status & weir_wire::status::AUTOCOMMIT == 0;
+        let keep = !settings.too_old(&conn)
+            && (!settings.autocommit_false_not_reusable || !autocommit_off);
+        if clean && conn.reusable() && server.accepts_returns() && keep {
             // Idle connections over mysql-free_connections_pct are closed by `trim_idle`, once
             // they have sat idle a while; PooledConn::drop releases the used slot.
             server.put_idle(pooled.key.clone(), conn);

@@ -69,6 +69,8 @@ pub fn pool_settings(rt: &Runtime) -> PoolSettings {
         max_age: m.connection_max_age,
         ping_timeout: m.ping_timeout_server,
         init_connect: m.init_connect.as_deref().map(Arc::from),
+        connect_retries_delay: m.connect_retries_delay,
+        autocommit_false_not_reusable: m.autocommit_false_not_reusable,
         // weir spells out the charsets of the collations it knows (`SET NAMES`).
         collation_portable: |id| weir_sql::collation_by_id(u32::from(id)).is_some(),
     }

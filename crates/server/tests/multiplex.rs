@@ -2785,3 +2785,31 @@ fn init_connect_runs_on_new_connections() {
     );
     assert_eq!(rows[0]["status"], "ONLINE");
 }
+
+/// mysql-autocommit_false_not_reusable: a connection left with autocommit off is closed
+/// rather than pooled.
+#[test]
+fn autocommit_false_not_reusable_closes_such_connections() {
+    use common::raw::RawClient;
+    let run = |w: &WeirProcess| {
+        let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        let before = backend_connects(w);
+        for sql in [
+            "SET autocommit = 0",
+            "SELECT 1",
+            "COMMIT",
+            "SELECT 2",
+            "COMMIT",
+        ] {
+            let r = c.query(sql);
+            assert_ne!(r[0][0], 0xff, "{sql}: {r:?}");
+        }
+        backend_connects(w) - before
+    };
+    let pooled = run(&start("auto_increment_delay_multiplex = 0"));
+    let closed = run(&start(
+        "auto_increment_delay_multiplex = 0\nautocommit_false_not_reusable = true",
+    ));
+    assert!(pooled <= 1, "{pooled}");
+    assert!(closed > pooled, "{closed} vs {pooled}");
+}
