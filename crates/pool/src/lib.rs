@@ -315,8 +315,8 @@ impl Drop for PooledConn {
     }
 }
 
-/// How often a statement waiting on a server that refuses connections for lack of room
-/// tries again (it also tries whenever one of weir's connections to it comes back).
+/// How long after a server refused a connection for lack of room weir asks it for no other:
+/// statements meanwhile take weir's connections to it as they come back.
 const SERVER_FULL_RETRY: Duration = Duration::from_millis(100);
 
 /// The error code when a connect failed only because the server has no room for another
@@ -590,6 +590,30 @@ impl Pool {
                 }
                 return Ok(pooled);
             }
+            if let Some(full_for) = server.full_for() {
+                // The server refused a connection for lack of room a moment ago: wait for one
+                // of weir's to come back rather than ask again (each refused connect costs the
+                // server a thread and a log line).
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(match last_err {
+                        Some(last) => PoolError::Refused(last),
+                        None => PoolError::NoServer {
+                            hostgroup,
+                            waited_ms: started.elapsed().as_millis(),
+                        },
+                    });
+                }
+                let (_waiting, returned) = server.watch_returns();
+                tokio::pin!(returned);
+                returned.as_mut().enable();
+                drop(slot);
+                tokio::select! {
+                    () = returned => {}
+                    () = tokio::time::sleep_until((now + full_for).min(deadline).into()) => {}
+                }
+                continue;
+            }
             let affinity_until =
                 *affinity_since.get_or_insert_with(Instant::now) + KEY_AFFINITY_WAIT;
             if reuse
@@ -671,14 +695,7 @@ impl Pool {
                             return Err(PoolError::Refused(e));
                         }
                         tracing::debug!(server = %server.endpoint(), code, "backend full, waiting");
-                        let (_waiting, returned) = server.watch_returns();
-                        tokio::pin!(returned);
-                        returned.as_mut().enable();
-                        let retry = (deadline - now).min(SERVER_FULL_RETRY);
-                        tokio::select! {
-                            () = returned => {}
-                            () = tokio::time::sleep(retry) => {}
-                        }
+                        server.mark_full(SERVER_FULL_RETRY);
                         last_err = Some(e);
                         continue;
                     }

@@ -155,6 +155,10 @@ pub struct ServerState {
     shunned: AtomicU8,
     /// Until when (ms on [`clock_ms`]) connect errors keep it shunned.
     errors_shun_until: AtomicU64,
+    /// Until when (ms on [`clock_ms`]) the server is taken to have no room for another
+    /// connection (it refused one with 1040 and the like): checkouts wait for one of weir's
+    /// to come back instead of asking it again.
+    full_until: AtomicU64,
     /// Connect errors in the current one-second window: (window start ms, count).
     recent_errors: Mutex<(u64, u32)>,
     /// Connections in use per key, by [`key_bucket`] (keys that share a bucket count
@@ -233,6 +237,7 @@ impl ServerState {
             wanted: tokio::sync::Notify::new(),
             shunned: AtomicU8::new(0),
             errors_shun_until: AtomicU64::new(0),
+            full_until: AtomicU64::new(0),
             recent_errors: Mutex::new((0, 0)),
             key_use: Default::default(),
             return_waiters: AtomicU32::new(0),
@@ -510,6 +515,19 @@ impl ServerState {
             }
         }
         None
+    }
+
+    /// The server refused a connection for lack of room: no connect is tried for `span`.
+    pub(crate) fn mark_full(&self, span: std::time::Duration) {
+        let until = clock_ms() + span.as_millis() as u64;
+        self.full_until.fetch_max(until, Ordering::Relaxed);
+    }
+
+    /// Until when no connect is tried, if that is still ahead.
+    pub(crate) fn full_for(&self) -> Option<std::time::Duration> {
+        let until = self.full_until.load(Ordering::Relaxed);
+        let now = clock_ms();
+        (until > now).then(|| std::time::Duration::from_millis(until - now))
     }
 
     /// A connection of key `bucket` was handed out.

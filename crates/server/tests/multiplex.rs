@@ -2649,6 +2649,41 @@ fn statements_wait_when_the_server_has_no_room_for_another_connection() {
     }
     // Twelve statements of 0.2 s two at a time.
     assert!(started.elapsed() >= std::time::Duration::from_millis(1100));
+    // Short statements from as many clients: they take the two connections in turns,
+    // without asking the full server for another at every statement.
+    let conn_err = || -> u64 {
+        table(
+            &w,
+            "SELECT ConnERR FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+        )[0]["ConnERR"]
+            .parse()
+            .unwrap()
+    };
+    let before = conn_err();
+    let started = Instant::now();
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let port = w.port;
+            std::thread::spawn(move || {
+                let (mut c, _) = RawClient::login(port, "capped", "cappedpass", None);
+                for _ in 0..1000 {
+                    let r = c.query("SELECT 1");
+                    assert_eq!(r[0], [1], "{r:?}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let refused = conn_err() - before;
+    let per_100ms = started.elapsed().as_millis() as u64 / 100 + 1;
+    // A few at the start, before the first refusal is known.
+    assert!(
+        refused <= 8 + 2 * per_100ms,
+        "{refused} refused connects in {:?}",
+        started.elapsed()
+    );
     let rows = table(
         &w,
         "SELECT status FROM stats_mysql_connection_pool WHERE hostgroup = 0",
