@@ -2848,3 +2848,44 @@ fn autocommit_false_not_reusable_closes_such_connections() {
     assert!(pooled <= 1, "{pooled}");
     assert!(closed > pooled, "{closed} vs {pooled}");
 }
+
+/// After a failed statement whose connection went back to the pool, `SHOW WARNINGS` /
+/// `SHOW ERRORS` show its error, as the server does, and `SHOW COUNT(*) ...` count it.
+#[test]
+fn show_warnings_after_an_error_shows_it() {
+    use common::raw::RawClient;
+    let run = |port| {
+        let (mut c, _) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        let mut seen = Vec::new();
+        for sql in [
+            "SELECT * FROM no_such_table_for_warnings",
+            "SHOW WARNINGS",
+            "SELECT * FROM no_such_table_for_warnings",
+            "SHOW ERRORS",
+            "SELECT * FROM no_such_table_for_warnings",
+            "SHOW COUNT(*) WARNINGS",
+            // A statement that reads a table clears them (one that reads none would not, on
+            // the server).
+            "SELECT COUNT(*) FROM warnings_t",
+            "SHOW WARNINGS",
+        ] {
+            let r = c.query(sql);
+            // An empty result set: column count, definitions, EOF, EOF.
+            let empty = r[0][0] != 0xff && r[0][0] != 0 && r.len() == 2 + usize::from(r[0][0]) + 1;
+            seen.push(if empty { Ok(vec![]) } else { raw_outcome(&r) });
+        }
+        seen
+    };
+    primary("CREATE TABLE IF NOT EXISTS weirtest.warnings_t (a INT)");
+    let direct = run(topo().primary.port);
+    assert_eq!(
+        direct[1],
+        Ok(vec![
+            Some("Error".to_owned()),
+            Some("1146".to_owned()),
+            Some("Table 'weirtest.no_such_table_for_warnings' doesn't exist".to_owned())
+        ])
+    );
+    let w = start("auto_increment_delay_multiplex = 0");
+    assert_eq!(run(w.port), direct);
+}

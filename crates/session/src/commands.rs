@@ -125,6 +125,7 @@ impl Session {
         self.repeatable = crate::stmt::repeatable(&scan);
         let previous_row_count = self.row_count.take();
         let no_diagnostics = std::mem::take(&mut self.no_diagnostics);
+        let last_error = self.last_error.take();
         // A statement reading what the previous one left on its connection would read another
         // client's there.
         self.pipelinable =
@@ -184,13 +185,14 @@ impl Session {
                     diagnostics_query(p.get(1..).unwrap_or_default())
                 };
                 if let Some(count) = shown {
-                    if !no_diagnostics {
+                    if !no_diagnostics && last_error.is_none() {
                         tracing::debug!(
                             session = self.handle.id,
                             "the last statement's warnings went with the connection it gave up"
                         );
                     }
-                    self.answer_no_diagnostics(count, seq).await?;
+                    self.answer_no_diagnostics(count, seq, last_error.as_ref())
+                        .await?;
                     self.no_diagnostics = true;
                     self.decision = decision;
                     self.effects = Default::default();
@@ -233,11 +235,11 @@ impl Session {
                     .await
             }
         };
-        self.no_diagnostics = flow
-            .as_ref()
-            .ok()
-            .and_then(|o| o.as_ref())
-            .is_some_and(|o| o.error.is_none() && o.warnings == 0);
+        let outcome = flow.as_ref().ok().and_then(|o| o.as_ref());
+        self.no_diagnostics = outcome.is_some_and(|o| o.error.is_none() && o.warnings == 0);
+        // An error is the only diagnostic of a statement that failed (warnings before it are
+        // not counted in an ERR): weir can show it when asked.
+        self.last_error = outcome.and_then(|o| o.error.clone());
         self.row_count = flow
             .as_ref()
             .ok()
@@ -599,12 +601,14 @@ impl Session {
         self.release();
     }
 
-    /// Answers `SHOW WARNINGS` / `SHOW ERRORS` (no row) or their `COUNT(*)` forms (0) for a
-    /// client whose last statement left none.
+    /// Answers `SHOW WARNINGS` / `SHOW ERRORS` or their `COUNT(*)` forms for a client whose
+    /// last statement left no warning: no row (0), or the row of the error it failed with
+    /// (1), as the server would.
     async fn answer_no_diagnostics(
         &mut self,
         count: Option<&str>,
         seq: u8,
+        error: Option<&ErrInfo>,
     ) -> Result<(), ClientError> {
         let status = self.ok_status().status;
         let mut out = bytes::BytesMut::new();
@@ -618,7 +622,8 @@ impl Session {
                     &col,
                     status,
                 );
-                set.row(&[Some(b"0".as_slice())]);
+                let n: &[u8] = if error.is_some() { b"1" } else { b"0" };
+                set.row(&[Some(n)]);
                 set.finish(status);
             }
             None => {
@@ -642,13 +647,21 @@ impl Session {
                     },
                     text("Message", 512),
                 ];
-                let set = weir_wire::msg::TextResultSet::begin_columns_for(
+                let mut set = weir_wire::msg::TextResultSet::begin_columns_for(
                     &mut out,
                     seq,
                     (self.client.caps, self.client.mariadb_caps),
                     &cols,
                     status,
                 );
+                if let Some(e) = error {
+                    let code = e.code.to_string();
+                    set.row(&[
+                        Some(b"Error".as_slice()),
+                        Some(code.as_bytes()),
+                        Some(e.message.as_bytes()),
+                    ]);
+                }
                 set.finish(status);
             }
         }

@@ -63,6 +63,9 @@ pub struct Session {
     /// session has none): `SHOW WARNINGS` and the like are then answered by weir, empty,
     /// rather than from whichever connection they would land on.
     pub(crate) no_diagnostics: bool,
+    /// The server's error for the last query, when it failed: what `SHOW WARNINGS` / `SHOW
+    /// ERRORS` show then, answered by weir once the connection is gone.
+    pub(crate) last_error: Option<ErrInfo>,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     /// The client's statements by the ids weir gave them; looked up at every execution.
@@ -310,6 +313,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         row_count: None,
         failed_change_user: 0,
         no_diagnostics: true,
+        last_error: None,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
         last_prepared: None,

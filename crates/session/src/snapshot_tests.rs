@@ -72,6 +72,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         row_count: None,
         failed_change_user: 0,
         no_diagnostics: true,
+        last_error: None,
         prepared: Default::default(),
         next_stmt_id: 0,
         last_prepared: None,
