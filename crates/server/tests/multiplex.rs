@@ -2502,6 +2502,12 @@ fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
         "bare prepared CALL",
         bare.command(&exec, Expect::ResultSets),
     ));
+    // OKs with tracked changes amid a batch (more results follow them). Last too: the batch
+    // keeps its connection.
+    seen.push((
+        "bare batch",
+        bare.query("SET time_zone = '+03:00'; SELECT @@time_zone; USE mysql; SELECT 1"),
+    ));
     seen
 }
 
