@@ -590,7 +590,7 @@ impl Pool {
                 }
                 return Ok(pooled);
             }
-            if let Some(full_for) = server.full_for() {
+            if let Some(full_for) = server.full_gate(SERVER_FULL_RETRY) {
                 // The server refused a connection for lack of room a moment ago: wait for one
                 // of weir's to come back rather than ask again (each refused connect costs the
                 // server a thread and a log line).
@@ -676,6 +676,7 @@ impl Pool {
             };
             match connected {
                 Ok(conn) => {
+                    server.has_room();
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
                     return Ok(slot.into_pooled(Box::new(conn), login.key.clone()));

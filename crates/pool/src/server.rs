@@ -523,11 +523,33 @@ impl ServerState {
         self.full_until.fetch_max(until, Ordering::Relaxed);
     }
 
-    /// Until when no connect is tried, if that is still ahead.
-    pub(crate) fn full_for(&self) -> Option<std::time::Duration> {
+    /// Whether a connect may be tried now, after the server refused one for lack of room:
+    /// `None` when it may (never refused, or the pause is over and this caller is the one
+    /// that tries: the pause is renewed for the others meanwhile), else how long to wait.
+    pub(crate) fn full_gate(&self, span: std::time::Duration) -> Option<std::time::Duration> {
         let until = self.full_until.load(Ordering::Relaxed);
+        if until == 0 {
+            return None;
+        }
         let now = clock_ms();
-        (until > now).then(|| std::time::Duration::from_millis(until - now))
+        if now < until {
+            return Some(std::time::Duration::from_millis(until - now));
+        }
+        let next = now + span.as_millis() as u64;
+        match self
+            .full_until
+            .compare_exchange(until, next, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => None,
+            Err(_) => Some(span),
+        }
+    }
+
+    /// A connect succeeded: the server has room again.
+    pub(crate) fn has_room(&self) {
+        if self.full_until.load(Ordering::Relaxed) != 0 {
+            self.full_until.store(0, Ordering::Relaxed);
+        }
     }
 
     /// A connection of key `bucket` was handed out.
