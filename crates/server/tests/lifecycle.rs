@@ -1364,3 +1364,39 @@ fn a_hung_up_clients_statement_is_killed_unless_configured_not_to() {
         "hung_up_left"
     ));
 }
+
+/// mysql-wait_timeout applies to fast_forward users too: an idle one is closed, one that keeps
+/// talking stays.
+#[test]
+fn idle_fast_forward_clients_are_closed_after_wait_timeout() {
+    const USER: &str = "weir_ff_idle";
+    const PASS: &str = "ffidlepass";
+    common::topo()
+        .primary
+        .exec(&format!(
+            "CREATE USER IF NOT EXISTS '{USER}'@'%' IDENTIFIED BY '{PASS}'; \
+             GRANT SELECT ON weirtest.* TO '{USER}'@'%';"
+        ))
+        .unwrap();
+    let w = common::admin::start("wait_timeout = 800");
+    common::admin::admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_users (username, password, default_hostgroup, fast_forward) \
+             VALUES ('{USER}', '{PASS}', 0, 1); LOAD MYSQL USERS TO RUNTIME;"
+        ),
+    );
+    let login = || {
+        let (c, p) = RawClient::login(w.port, USER, PASS, None);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    let mut idle = login();
+    let mut busy = login();
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(busy.query("SELECT 1")[3], [1, b'1']);
+    }
+    assert!(idle.closed_within(Duration::from_millis(100)));
+    assert!(!busy.closed_within(Duration::from_millis(100)));
+}

@@ -14,7 +14,7 @@ use crate::{GlobalStats, Shared};
 use bytes::BytesMut;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use weir_backend::{CORRECTNESS_CAPS, SESSION_CAPS};
 use weir_pool::{LoginTemplate, PooledConn};
@@ -76,7 +76,9 @@ pub(crate) async fn serve(
         ..Default::default()
     };
     if client.send_ok(ok_seq, &ok).await.is_ok() {
-        match relay(client, &mut backend, handle).await {
+        let wait_timeout = shared.runtime.load().mysql.wait_timeout;
+        let idle_limit = (!wait_timeout.is_zero()).then_some(wait_timeout);
+        match relay(client, &mut backend, handle, idle_limit).await {
             Ok(()) => {}
             Err(e) => tracing::debug!(session = handle.id, error = %e, "fast_forward relay ended"),
         }
@@ -89,6 +91,7 @@ enum Ready {
     Client(std::io::Result<usize>),
     Backend(std::io::Result<usize>),
     Killed,
+    IdleTimer,
 }
 
 /// Copies bytes both ways until either side closes or the session is killed. Each chunk is
@@ -97,6 +100,7 @@ async fn relay(
     client: &mut ClientConn,
     backend: &mut PooledConn,
     handle: &SessionHandle,
+    idle_limit: Option<Duration>,
 ) -> std::io::Result<()> {
     let server: Arc<weir_pool::ServerState> = backend.server().clone();
     let conn = backend.conn();
@@ -112,6 +116,12 @@ async fn relay(
     let mut up = BytesMut::with_capacity(CHUNK);
     let mut down = BytesMut::with_capacity(CHUNK);
     let (mut sent, mut received) = (early.len() as u64, 0u64);
+    // mysql-wait_timeout: the timer is set for the limit after the last traffic and, when it
+    // fires early (there was traffic since), set again from then.
+    let limit = idle_limit.unwrap_or(Duration::MAX);
+    let mut last_traffic = Instant::now();
+    let idle = tokio::time::sleep(limit);
+    tokio::pin!(idle);
     let result = loop {
         if up.capacity() < CHUNK / 2 {
             up.reserve(CHUNK);
@@ -123,10 +133,25 @@ async fn relay(
             r = client.stream.read_buf(&mut up) => Ready::Client(r),
             r = conn.stream.read_buf(&mut down) => Ready::Backend(r),
             _ = handle.kill.cancelled() => Ready::Killed,
+            () = &mut idle, if idle_limit.is_some() => Ready::IdleTimer,
         };
         match ready {
             Ready::Client(Ok(0)) | Ready::Backend(Ok(0)) | Ready::Killed => break Ok(()),
+            Ready::IdleTimer => {
+                let since = last_traffic.elapsed();
+                if since >= limit {
+                    tracing::info!(
+                        session = handle.id,
+                        "idle fast_forward client connection closed (wait_timeout)"
+                    );
+                    break Ok(());
+                }
+                idle.as_mut()
+                    .reset((Instant::now() + (limit - since)).into());
+                continue;
+            }
             Ready::Client(Ok(n)) => {
+                last_traffic = Instant::now();
                 sent += n as u64;
                 if let Err(e) = conn.stream.write_all(&up).await {
                     break Err(e);
@@ -134,6 +159,7 @@ async fn relay(
                 up.clear();
             }
             Ready::Backend(Ok(n)) => {
+                last_traffic = Instant::now();
                 received += n as u64;
                 if let Err(e) = client.stream.write_all(&down).await {
                     break Err(e);
