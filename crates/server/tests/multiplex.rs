@@ -2579,24 +2579,12 @@ fn clients_of_two_keys_on_a_full_server_keep_their_connections() {
     use common::raw::RawClient;
     let w = start_with_max(2, "auto_increment_delay_multiplex = 0");
     let before = backend_connects(&w);
-    let port = w.port;
-    let threads: Vec<_> = [0, weir_wire::cap::FOUND_ROWS, 0, weir_wire::cap::FOUND_ROWS]
-        .into_iter()
-        .map(|extra| {
-            std::thread::spawn(move || {
-                let (mut c, p) =
-                    RawClient::login_caps(port, WEIR_USER, WEIR_PASS, Some("weirtest"), extra);
-                assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
-                for _ in 0..300 {
-                    let r = c.query("SELECT 1");
-                    assert_eq!(r[0], [1], "{r:?}");
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let clients = [0, weir_wire::cap::FOUND_ROWS, 0, weir_wire::cap::FOUND_ROWS].map(|extra| {
+        let (c, p) = RawClient::login_caps(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"), extra);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    });
+    select_one_at_once(clients, 300);
     let connects = backend_connects(&w) - before;
     // Two would do (three when the first statements of one kind open two at once); a loaded
     // machine may make a statement wait past the affinity bound now and then. Without the
@@ -2665,23 +2653,13 @@ fn statements_wait_when_the_server_has_no_room_for_another_connection() {
             .parse()
             .unwrap()
     };
+    // Logged in first: only the statements count.
+    let clients: Vec<_> = (0..6)
+        .map(|_| RawClient::login(w.port, "capped", "cappedpass", None).0)
+        .collect();
     let before = conn_err();
     let started = Instant::now();
-    let threads: Vec<_> = (0..6)
-        .map(|_| {
-            let port = w.port;
-            std::thread::spawn(move || {
-                let (mut c, _) = RawClient::login(port, "capped", "cappedpass", None);
-                for _ in 0..1000 {
-                    let r = c.query("SELECT 1");
-                    assert_eq!(r[0], [1], "{r:?}");
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    select_one_at_once(clients, 1000);
     let refused = conn_err() - before;
     let per_100ms = started.elapsed().as_millis() as u64 / 100 + 1;
     // A few at the start, before the first refusal is known.
@@ -2894,4 +2872,22 @@ fn show_warnings_after_an_error_shows_it() {
     );
     let w = start("auto_increment_delay_multiplex = 0");
     assert_eq!(run(w.port), direct);
+}
+
+/// Each client runs `SELECT 1` `times` times, all at once (a thread each).
+fn select_one_at_once(clients: impl IntoIterator<Item = common::raw::RawClient>, times: usize) {
+    let threads: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                for _ in 0..times {
+                    let r = c.query("SELECT 1");
+                    assert_eq!(r[0], [1], "{r:?}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
 }
