@@ -234,6 +234,18 @@ async fn max_connections_per_user_and_global() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("1045") || e.contains("Access denied"), "{e}");
+    // The refused client counts until its session has ended, which may come just after the
+    // client read its error.
+    wait_until(
+        "the refused client to leave",
+        Duration::from_secs(5),
+        || {
+            common::admin::value(
+            &w,
+            "SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = 'Client_Connections_connected'",
+        ) == "0"
+        },
+    );
     let mut held = Vec::new();
     for _ in 0..3 {
         held.push(
