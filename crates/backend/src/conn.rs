@@ -643,7 +643,7 @@ impl BackendConn {
     }
 
     /// Closes the connection politely (COM_QUIT), ignoring errors.
-    pub async fn quit(mut self) {
+    pub async fn quit(&mut self) {
         let _ = self.stream.write_all(&[1, 0, 0, 0, com::QUIT]).await;
         let _ = self.stream.shutdown().await;
     }

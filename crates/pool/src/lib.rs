@@ -255,7 +255,7 @@ impl PooledConn {
 
     /// Closes the connection without returning it (a connection that saw an error).
     pub async fn close(mut self) {
-        if let Some(c) = self.conn.take() {
+        if let Some(mut c) = self.conn.take() {
             c.quit().await;
         }
     }
@@ -577,10 +577,11 @@ impl Pool {
                     || settings.too_old(pooled.conn_ref())
                     || (pooled.conn_ref().last_used.elapsed() >= settings.ping_interval
                         && !matches!(
-                            tokio::time::timeout(
+                            // Boxed, as the connect below: rare, and large.
+                            Box::pin(tokio::time::timeout(
                                 settings.ping_timeout,
                                 pooled.conn().command(weir_wire_ping(), &[])
-                            )
+                            ))
                             .await,
                             Ok(Ok(_))
                         ));
@@ -635,51 +636,30 @@ impl Pool {
                 continue;
             }
             server.evict_idle_for_connect();
-            let params = ConnectParams {
-                endpoint: server.endpoint().clone(),
-                username: login.key.username.to_string(),
-                credential: login.credential.clone(),
-                schema: login.schema.clone(),
-                collation: login.collation,
-                // A dedicated connection speaks the client's own protocol; a pooled one is
-                // opened for every client that may come, weir adapting its replies.
-                capabilities: login.key.capabilities
-                    | login.session_capabilities()
-                    | if reuse {
-                        weir_backend::adapted_caps()
-                    } else {
-                        0
-                    },
-                mariadb_capabilities: login.key.mariadb_capabilities,
-                connect_timeout: settings.connect_timeout,
-            };
             // The checkout may be dropped while it connects (its client hung up, a KILL): the
             // slot must not go with it (`slot` gives it back).
-            // Boxed: the connect and handshake make a large future, which would otherwise
-            // be part of every checkout's state (and be copied with it) for a rare event.
-            let connected = match Box::pin(BackendConn::connect(&params)).await {
-                Ok(mut conn) => match &settings.init_connect {
-                    Some(sql) => match run_init_connect(&mut conn, sql).await {
-                        Ok(()) => Ok(conn),
-                        Err(e) => {
-                            // The DBA's statements failed, not the server: every client is
-                            // told, and the server is not shunned for it.
-                            drop(slot);
-                            server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
-                            tracing::warn!(server = %server.endpoint(), error = %e, "mysql-init_connect failed on a new backend connection");
-                            return Err(PoolError::Refused(e));
-                        }
-                    },
-                    None => Ok(conn),
-                },
-                Err(e) => Err(e),
+            // Boxed: the connect, the handshake and mysql-init_connect make a large future,
+            // which would otherwise be part of every checkout's state (and of every idle
+            // client's task) for a rare event.
+            let connected = match Box::pin(open_connection(&server, login, reuse, &settings)).await
+            {
+                Opened::Ready(conn) => Ok(conn),
+                Opened::InitFailed(e) => {
+                    // The DBA's statements failed, not the server: every client is told, and
+                    // the server is not shunned for it.
+                    drop(slot);
+                    server.stats.conn_err.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(server = %server.endpoint(), error = %e, "mysql-init_connect failed on a new backend connection");
+                    return Err(PoolError::Refused(e));
+                }
+                Opened::Failed(e) => Err(e),
             };
             match connected {
                 Ok(conn) => {
                     server.has_room();
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
-                    return Ok(slot.into_pooled(Box::new(conn), login.key.clone()));
+                    return Ok(slot.into_pooled(conn, login.key.clone()));
                 }
                 Err(e) => {
                     drop(slot);
@@ -784,6 +764,53 @@ impl Pool {
 
 /// Runs mysql-init_connect on a new connection: in one query, with multi-statements on for
 /// it so the server splits the statements. An error names the variable.
+/// What opening a backend connection gave.
+enum Opened {
+    /// Connected, logged in, mysql-init_connect run.
+    Ready(Box<BackendConn>),
+    /// Connected, but mysql-init_connect failed on it.
+    InitFailed(BackendError),
+    /// The connect or the login failed.
+    Failed(BackendError),
+}
+
+/// Opens a connection to `server` for `login`'s key and runs mysql-init_connect on it.
+async fn open_connection(
+    server: &ServerState,
+    login: &LoginTemplate,
+    reuse: bool,
+    settings: &PoolSettings,
+) -> Opened {
+    let params = ConnectParams {
+        endpoint: server.endpoint().clone(),
+        username: login.key.username.to_string(),
+        credential: login.credential.clone(),
+        schema: login.schema.clone(),
+        collation: login.collation,
+        // A dedicated connection speaks the client's own protocol; a pooled one is opened
+        // for every client that may come, weir adapting its replies.
+        capabilities: login.key.capabilities
+            | login.session_capabilities()
+            | if reuse {
+                weir_backend::adapted_caps()
+            } else {
+                0
+            },
+        mariadb_capabilities: login.key.mariadb_capabilities,
+        connect_timeout: settings.connect_timeout,
+    };
+    let mut conn = match BackendConn::connect(&params).await {
+        Ok(conn) => Box::new(conn),
+        Err(e) => return Opened::Failed(e),
+    };
+    if let Some(sql) = &settings.init_connect {
+        if let Err(e) = run_init_connect(&mut conn, sql).await {
+            return Opened::InitFailed(e);
+        }
+    }
+    Opened::Ready(conn)
+}
+
 async fn run_init_connect(conn: &mut BackendConn, sql: &str) -> Result<(), BackendError> {
     let multi = conn.multi_statements;
     let run = async {
