@@ -497,7 +497,15 @@ impl Pool {
         let bucket = server::key_bucket(&login.key);
         // When this checkout started waiting for a connection of its key to come back.
         let mut affinity_since: Option<Instant> = None;
+        let mut looked_again = false;
         loop {
+            // The clock is read once in the common case (a free slot and an idle connection
+            // at the first look); a later look may follow a wait.
+            let now = if std::mem::replace(&mut looked_again, true) {
+                Instant::now()
+            } else {
+                started
+            };
             // The common case first: a free slot, nothing to register for.
             let free = match self.pick(hostgroup, true) {
                 Some(server) if server.reserve() => Some(server),
@@ -575,7 +583,8 @@ impl Pool {
                 // dropped here, before a client statement could fail on it.
                 let stale = !pooled.conn().idle_ok()
                     || settings.too_old(pooled.conn_ref())
-                    || (pooled.conn_ref().last_used.elapsed() >= settings.ping_interval
+                    || (now.saturating_duration_since(pooled.conn_ref().last_used)
+                        >= settings.ping_interval
                         && !matches!(
                             // Boxed, as the connect below: rare, and large.
                             Box::pin(tokio::time::timeout(

@@ -113,7 +113,10 @@ async fn rule_timeout_kills_the_statement_and_answers_with_an_error() {
     let v: Option<i64> = c.query_first("SELECT 43").await.unwrap();
     assert_eq!(v, Some(43));
 
-    // Statements the rule does not match are not limited by it.
+    // Statements the rule does not match are not limited by it, even right after one it
+    // limited that ended in time (its deadline, 1 s away, still armed when this one starts).
+    let v: Option<i64> = c.query_first("SELECT SLEEP(0.1)").await.unwrap();
+    assert_eq!(v, Some(0));
     let v: Option<i64> = c
         .query_first("SELECT 7 FROM (SELECT SLEEP(1.2)) s")
         .await

@@ -155,13 +155,14 @@ struct KillTarget<'a> {
     kill_queries: &'a Arc<std::sync::atomic::AtomicU64>,
 }
 
-/// Sends `raw` and relays the reply under `timer`. On expiry: KILL QUERY, then see
-/// [`Timed::TimedOut`].
+/// Sends `raw` and relays the reply until `deadline`, which `timer` is armed for or before
+/// (then re-armed when it fires). On expiry: KILL QUERY, then see [`Timed::TimedOut`].
 #[allow(clippy::too_many_arguments)]
 async fn relay_timed(
     client: &mut crate::client::ClientConn,
     conn: &mut BackendConn,
-    timer: Pin<&mut Sleep>,
+    mut timer: Pin<&mut Sleep>,
+    deadline: tokio::time::Instant,
     raw: &[u8],
     expect: Expect,
     seq: u8,
@@ -189,10 +190,17 @@ async fn relay_timed(
         relay_reply(client, conn, expect, seq, max, &guard, extras).await
     };
     tokio::pin!(relay);
-    tokio::select! {
-        biased;
-        r = &mut relay => return Timed::Done(r),
-        () = timer => {}
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut relay => return Timed::Done(r),
+            () = timer.as_mut() => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        // Armed for an earlier statement's deadline.
+        timer.as_mut().reset(deadline);
     }
     let discarded = guard.discard();
     let running = Running {
@@ -325,9 +333,16 @@ impl Session {
             command = com::name(cmd.code()),
             "statement"
         );
-        self.timer
-            .as_mut()
-            .reset(tokio::time::Instant::now() + limits.timeout);
+        // The timer is moved only when this deadline comes before the one it is armed for (or
+        // that one passed): with the usual long timeouts each statement's deadline is later
+        // than the last one's, and the timer, armed once, fires early at most once in a
+        // while, to be re-armed (a reset per statement moved it in the timer wheel each time).
+        let now = tokio::time::Instant::now();
+        let deadline = now + limits.timeout;
+        let armed = self.timer.deadline();
+        if armed > deadline || armed <= now {
+            self.timer.as_mut().reset(deadline);
+        }
         let target = KillTarget {
             shared: &self.shared,
             server: &server,
@@ -340,6 +355,7 @@ impl Session {
             &mut self.client,
             conn,
             self.timer.as_mut(),
+            deadline,
             wire,
             expect,
             seq,

@@ -511,12 +511,12 @@ impl Session {
             // per command under callgrind, this: ~300).
             let dispatch = Box::write(Box::new_uninit(), self.dispatch(cmd));
             let flow = std::pin::Pin::from(dispatch).await;
-            self.end_command(started, long_query);
+            let ended = self.end_command(started, long_query);
             let in_trans = self
                 .backend
                 .as_ref()
                 .is_some_and(|b| b.conn_ref().in_transaction());
-            self.idle.last_active = Instant::now();
+            self.idle.last_active = ended;
             if !in_trans {
                 self.idle.trx_since = None;
             } else if self.idle.trx_since.is_none() {
@@ -566,8 +566,9 @@ impl Session {
             .begin(activity::command_name(code), started, info);
     }
 
-    /// Counts the command's latency and publishes the session as idle.
-    pub(crate) fn end_command(&mut self, started: Instant, long_query: Duration) {
+    /// Counts the command's latency and publishes the session as idle; returns when the
+    /// command ended (its reply's last byte, or now).
+    pub(crate) fn end_command(&mut self, started: Instant, long_query: Duration) -> Instant {
         let relayed = self.reply_end.take();
         let ended = relayed.unwrap_or_else(Instant::now);
         let elapsed = ended.saturating_duration_since(started);
@@ -582,6 +583,7 @@ impl Session {
             }
         }
         self.publish_idle(ended);
+        ended
     }
 
     /// Publishes the session as idle since `since`, with its schema, hostgroup and the
