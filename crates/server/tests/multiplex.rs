@@ -2539,13 +2539,17 @@ fn clients_with_and_without_session_tracking_and_local_files_share_a_connection(
 }
 
 /// A batch with LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES: the client gets the
-/// server's refusal and nothing else, and its session goes on.
+/// server's refusal and nothing else, nothing of the batch runs (the connection would take
+/// the statement and run it, and what follows, with no file), and its session goes on.
 #[test]
 fn a_refused_load_data_local_in_a_batch_leaves_the_session_usable() {
     use common::raw::RawClient;
     use weir_wire::cap;
     let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
-    primary("CREATE TABLE IF NOT EXISTS weirtest.adapted_batch (a INT)");
+    primary(
+        "CREATE TABLE IF NOT EXISTS weirtest.adapted_batch (a INT); \
+         DELETE FROM weirtest.adapted_batch",
+    );
     let (mut full, _) = RawClient::login_caps(
         w.port,
         WEIR_USER,
@@ -2567,6 +2571,24 @@ fn a_refused_load_data_local_in_a_batch_leaves_the_session_usable() {
     assert_eq!(common::raw::err_code(&reply[0]), Some(4166));
     let after = bare.query("SELECT 2");
     assert_eq!(common::raw::text_first_row(&after), [Some("2".to_owned())]);
+    // Directly the server refuses the LOAD when it comes to it and runs nothing after it;
+    // through weir nothing runs, before it either.
+    bare.query("SET autocommit = 0");
+    let reply = bare.query(
+        "INSERT INTO adapted_batch VALUES (1); \
+         load data low_priority local infile 'c.txt' into table adapted_batch; \
+         INSERT INTO adapted_batch VALUES (2); COMMIT",
+    );
+    assert_eq!(reply.len(), 1, "{reply:?}");
+    assert_eq!(common::raw::err_code(&reply[0]), Some(4166));
+    let status = bare.query("SELECT @@in_transaction");
+    assert_eq!(common::raw::text_first_row(&status), [Some("0".to_owned())]);
+    bare.query("SET autocommit = 1");
+    let rows = topo()
+        .primary
+        .query_value("SELECT COUNT(*) FROM weirtest.adapted_batch")
+        .unwrap();
+    assert_eq!(rows, "0", "nothing of the batch ran");
     assert_eq!(backend_connects(&w), 1, "{}", w.stderr_tail(20));
 }
 

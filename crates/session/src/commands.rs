@@ -147,6 +147,18 @@ impl Session {
             self.client.send_err(seq, &e).await?;
             return Ok(Flow::Continue);
         }
+        if scan.load_data_local && self.client.caps & weir_wire::cap::LOCAL_FILES == 0 {
+            // The server's refusal, before anything runs: backend connections take files (so
+            // that clients with and without CLIENT_LOCAL_FILES share them), and would run the
+            // statement, and the rest of its batch, with no file.
+            let version =
+                crate::auth::announced_version(&self.shared.runtime.load().mysql.server_version);
+            let e = crate::relay::local_infile_refusal(&version);
+            self.client.send_err(seq, &e).await?;
+            self.row_count = Some(-1);
+            self.last_error = Some(e);
+            return Ok(Flow::Continue);
+        }
         let rt = self.shared.runtime.load_full();
         let m = &rt.mysql;
         let digest = self.process_query(&cmd, m);

@@ -731,7 +731,7 @@ pub async fn send_built_command(
 
 /// The error a server gives LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES: MariaDB's
 /// or MySQL's, after the server's version.
-fn local_infile_refusal(server_version: &str) -> ErrInfo {
+pub(crate) fn local_infile_refusal(server_version: &str) -> ErrInfo {
     if server_version.contains("MariaDB") {
         ErrInfo::new(
             errcode::ER_LOAD_INFILE_CAPABILITY_DISABLED,

@@ -109,6 +109,9 @@ pub struct QueryScan {
     /// Whether a statement advances or sets a sequence (NEXTVAL(), SETVAL(), NEXT VALUE FOR):
     /// even a SELECT then changes something, so it must not run twice.
     pub sequence_write: bool,
+    /// Whether a statement is `LOAD DATA | XML [LOW_PRIORITY | CONCURRENT] LOCAL INFILE`: it
+    /// asks the client for a file.
+    pub load_data_local: bool,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -132,6 +135,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         locking_read: false,
         into: false,
         kill_in_batch: false,
+        load_data_local: false,
         statement_scoped_set: false,
         sequence_write: false,
     };
@@ -200,6 +204,14 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 && (eq(words[1], "TABLES") || eq(words[1], "TABLE"))
             {
                 out.unlock_tables = true;
+            }
+            if eq(words[0], "LOAD") && nwords > 2 && (eq(words[1], "DATA") || eq(words[1], "XML")) {
+                let local = if eq(words[2], "LOW_PRIORITY") || eq(words[2], "CONCURRENT") {
+                    nwords > 3 && eq(words[3], "LOCAL")
+                } else {
+                    eq(words[2], "LOCAL")
+                };
+                out.load_data_local |= local;
             }
             out.pin.0 |= pin;
             Some(kind)
@@ -691,6 +703,17 @@ mod tests {
             assert_eq!(s.kind, StatementKind::Kill, "{q}");
             assert_eq!(s.kill, None, "{q}");
         }
+        assert!(scan(b"load data local infile '/tmp/x' into table t").load_data_local);
+        assert!(scan(b"LOAD XML CONCURRENT LOCAL INFILE 'x' INTO TABLE t").load_data_local);
+        assert!(
+            scan(b"SELECT 1; /* c */ LOAD DATA LOW_PRIORITY LOCAL INFILE 'x' INTO TABLE t")
+                .load_data_local
+        );
+        assert!(scan(b"/*!40000 LOAD DATA LOCAL INFILE 'x' INTO TABLE t */").load_data_local);
+        assert!(!scan(b"LOAD DATA INFILE 'x' INTO TABLE t").load_data_local);
+        assert!(!scan(b"LOAD DATA LOW_PRIORITY INFILE 'local' INTO TABLE t").load_data_local);
+        assert!(!scan(b"SELECT 'LOAD DATA LOCAL INFILE'").load_data_local);
+        assert!(!scan(b"LOAD INDEX INTO CACHE t").load_data_local);
         assert!(scan(b"SELECT 1; KILL 5").kill_in_batch);
         assert!(scan(b"KILL 5; SELECT 1").kill_in_batch);
         assert!(!scan(b"KILL 5").kill_in_batch);
