@@ -2538,6 +2538,62 @@ fn clients_with_and_without_session_tracking_and_local_files_share_a_connection(
     assert_eq!(backend_connects(&w), 1, "one connection served both");
 }
 
+/// The OK that ends rows for a CLIENT_DEPRECATE_EOF client, which weir writes from the EOF of
+/// its connection: byte for byte the server's, whether the client tracks session state or not
+/// (a procedure that changes the time zone, then returns rows).
+#[test]
+fn the_ok_ending_rows_after_a_state_change_is_the_servers() {
+    use common::raw::RawClient;
+    use weir_wire::cap;
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    primary(
+        "DELIMITER //\nCREATE OR REPLACE PROCEDURE weirtest.tz_rows() \
+         BEGIN SET time_zone = '+04:00'; SELECT 1 AS one; END //\nDELIMITER ;",
+    );
+    let run = |port, tracks| {
+        let (mut c, p) = RawClient::login_caps(
+            port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+            cap::DEPRECATE_EOF | tracks,
+        );
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c.send(b"\x03CALL tz_rows()");
+        // Definitions, rows, then OKs (0xFE after rows); the last without MORE_RESULTS. The
+        // rows here start with neither 0x00 nor 0xFE.
+        let mut packets = Vec::new();
+        loop {
+            let (_, p) = c.read_packet().unwrap();
+            let ok =
+                (p[0] == 0 || p[0] == 0xfe).then(|| weir_wire::msg::OkInfo::parse(&p).unwrap());
+            packets.push(p);
+            if ok.is_some_and(|ok| ok.status & weir_wire::status::MORE_RESULTS_EXISTS == 0) {
+                return packets;
+            }
+        }
+    };
+    let direct = run(topo().primary.port, 0);
+    let through_weir = run(w.port, 0);
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+    // A client that tracks state gets the change in the reply's last OK rather than in the
+    // one ending the rows (weir's connections speak EOFs, which cannot carry it); the OK
+    // ending the rows is a well-formed one without the flag.
+    let direct = run(topo().primary.port, cap::SESSION_TRACK);
+    let through_weir = run(w.port, cap::SESSION_TRACK);
+    assert_eq!(direct.len(), 5, "{direct:?}");
+    assert_eq!(through_weir.len(), 5, "{through_weir:?}");
+    assert_eq!(through_weir[..3], direct[..3]);
+    let changed = weir_wire::status::SESSION_STATE_CHANGED;
+    let rows_end = weir_wire::msg::OkInfo::parse(&direct[3]).unwrap();
+    assert_ne!(rows_end.status & changed, 0, "{direct:?}");
+    let rows_end = weir_wire::msg::OkInfo::parse(&through_weir[3]).unwrap();
+    assert_eq!(rows_end.status & changed, 0, "{through_weir:?}");
+    let last = weir_wire::msg::OkInfo::parse(&through_weir[4]).unwrap();
+    assert_ne!(last.status & changed, 0, "{through_weir:?}");
+    assert_eq!(through_weir[4][7..], direct[3][7..], "the same change");
+}
+
 /// A batch with LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES: the client gets the
 /// server's refusal and nothing else, nothing of the batch runs (the connection would take
 /// the statement and run it, and what follows, with no file), and its session goes on.

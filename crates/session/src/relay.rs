@@ -337,6 +337,10 @@ impl Relay<'_> {
 
     /// Stages the OK packet with header 0xFE that ends rows for a CLIENT_DEPRECATE_EOF client.
     fn stage_ok_eof(&mut self, warnings: u16, status: u16) {
+        // The EOF it is made from may say the session state changed, but carries no change
+        // to go with the flag (an OK with the flag and no changes is malformed for a client
+        // that tracks them); the server's OK to a client that does not track has no flag.
+        let status = status & !status::SESSION_STATE_CHANGED;
         weir_wire::msg::write_end_of_rows(
             &mut self.client.wbuf,
             self.client_seq,
