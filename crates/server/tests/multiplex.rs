@@ -2916,6 +2916,7 @@ fn autocommit_false_not_reusable_closes_such_connections() {
 #[test]
 fn show_warnings_after_an_error_shows_it() {
     use common::raw::RawClient;
+    use weir_wire::reply::Expect;
     let run = |port| {
         let (mut c, _) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
         let mut seen = Vec::new();
@@ -2936,6 +2937,24 @@ fn show_warnings_after_an_error_shows_it() {
             let empty = r[0][0] != 0xff && r[0][0] != 0 && r.len() == 2 + usize::from(r[0][0]) + 1;
             seen.push(if empty { Ok(vec![]) } else { raw_outcome(&r) });
         }
+        // Other commands end the failed query's diagnostics too: a reset, an execution.
+        // Packets of the reply: 6 for no row (count, 3 definitions, 2 EOFs), 7 for one.
+        let show = |c: &mut RawClient| c.query("SHOW WARNINGS").len();
+        assert_eq!(
+            common::raw::err_code(&c.query("SELECT * FROM nowhere_t")[0]),
+            Some(1146)
+        );
+        assert_eq!(c.command(&[0x1f], Expect::Status)[0][0], 0, "reset");
+        seen.push(Ok(vec![Some(format!("{:?}", show(&mut c)))]));
+        let prepared = c.command(b"\x16SELECT COUNT(*) FROM warnings_t", Expect::Prepare);
+        assert_eq!(prepared[0][0], 0, "{prepared:?}");
+        let execute = [&[0x17][..], &prepared[0][1..5], &[0, 1, 0, 0, 0]].concat();
+        assert_eq!(
+            common::raw::err_code(&c.query("SELECT * FROM nowhere_t")[0]),
+            Some(1146)
+        );
+        assert_ne!(c.command(&execute, Expect::ResultSets)[0][0], 0xff);
+        seen.push(Ok(vec![Some(format!("{:?}", show(&mut c)))]));
         seen
     };
     primary("CREATE TABLE IF NOT EXISTS weirtest.warnings_t (a INT)");

@@ -18,6 +18,12 @@ impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         self.early_kill_columns = None;
+        if !matches!(cmd.code(), com::PING | com::QUERY) {
+            // The error a query failed with is shown by SHOW WARNINGS until the next
+            // statement; any other command than a ping ends that too (a reset, a change of
+            // user, an execution).
+            self.last_error = None;
+        }
         if !matches!(cmd.code(), com::PING | com::QUERY | com::STMT_EXECUTE) {
             // Known again only where the reply of a statement is seen; a query may read it
             // first. The server leaves ROW_COUNT() alone for a successful prepare, a close
