@@ -1340,6 +1340,24 @@ fn idle_clients_are_closed_after_their_timeouts() {
         (3..8).contains(&served),
         "closed after about 1 s: {served} statements"
     );
+    // Transactions that each end in time, chained one to the next (the server's session
+    // stays in a transaction throughout): none is too long.
+    let (mut chained, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    assert_eq!(chained.query("BEGIN")[0][0], 0);
+    for (i, sql) in ["COMMIT AND CHAIN", "COMMIT; BEGIN", "ROLLBACK AND CHAIN"]
+        .iter()
+        .cycle()
+        .take(6)
+        .enumerate()
+    {
+        std::thread::sleep(Duration::from_millis(400));
+        assert!(
+            !chained.closed_within(Duration::from_millis(1)),
+            "closed before {sql} (#{i})"
+        );
+        let r = chained.query(sql);
+        assert_ne!(r[0][0], 0xff, "{sql}: {r:?}");
+    }
 }
 
 /// A client that hangs up during a long statement: weir kills it on the server

@@ -128,6 +128,7 @@ impl Session {
             weir_sql::scan(p.get(1..).unwrap_or_default())
         };
         self.counted = Some(scan.command);
+        self.idle.transaction_boundary = scan.transaction_boundary;
         self.repeatable = crate::stmt::repeatable(&scan);
         let previous_row_count = self.row_count.take();
         let no_diagnostics = std::mem::take(&mut self.no_diagnostics);

@@ -373,6 +373,9 @@ pub(crate) struct IdleClock {
     armed: Instant,
     /// When the client's last command ended.
     last_active: Instant,
+    /// Whether the command running began or ended a transaction (`COMMIT AND CHAIN` and
+    /// `COMMIT; BEGIN` leave one open, a new one).
+    pub(crate) transaction_boundary: bool,
 }
 
 impl IdleClock {
@@ -383,6 +386,7 @@ impl IdleClock {
             trx_since: None,
             timer: Box::pin(tokio::time::sleep(Duration::MAX)),
             armed: now + IDLE_FAR,
+            transaction_boundary: false,
             last_active: now,
         }
     }
@@ -519,9 +523,10 @@ impl Session {
             self.idle.last_active = ended;
             if !in_trans {
                 self.idle.trx_since = None;
-            } else if self.idle.trx_since.is_none() {
+            } else if self.idle.trx_since.is_none() || self.idle.transaction_boundary {
                 self.idle.trx_since = Some(self.idle.last_active);
             }
+            self.idle.transaction_boundary = false;
             match flow {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => break,

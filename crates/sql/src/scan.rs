@@ -112,6 +112,9 @@ pub struct QueryScan {
     /// Whether a statement is `LOAD DATA | XML [LOW_PRIORITY | CONCURRENT] LOCAL INFILE`: it
     /// asks the client for a file.
     pub load_data_local: bool,
+    /// Whether a statement begins or ends a transaction (BEGIN, START TRANSACTION, COMMIT,
+    /// ROLLBACK): the transaction open after it, if any, is a new one.
+    pub transaction_boundary: bool,
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -136,6 +139,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         into: false,
         kill_in_batch: false,
         load_data_local: false,
+        transaction_boundary: false,
         statement_scoped_set: false,
         sequence_write: false,
     };
@@ -214,6 +218,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 out.load_data_local |= local;
             }
             out.pin.0 |= pin;
+            out.transaction_boundary |= matches!(
+                kind,
+                StatementKind::Begin | StatementKind::Commit | StatementKind::Rollback
+            );
             Some(kind)
         };
     // A USE among several statements, and a CALL given user variables (OUT parameters are
@@ -714,6 +722,11 @@ mod tests {
         assert!(!scan(b"LOAD DATA LOW_PRIORITY INFILE 'local' INTO TABLE t").load_data_local);
         assert!(!scan(b"SELECT 'LOAD DATA LOCAL INFILE'").load_data_local);
         assert!(!scan(b"LOAD INDEX INTO CACHE t").load_data_local);
+        assert!(scan(b"COMMIT AND CHAIN").transaction_boundary);
+        assert!(scan(b"INSERT INTO t VALUES (1); COMMIT; BEGIN").transaction_boundary);
+        assert!(scan(b"start transaction read only").transaction_boundary);
+        assert!(!scan(b"ROLLBACK TO SAVEPOINT a").transaction_boundary);
+        assert!(!scan(b"SELECT 'COMMIT'").transaction_boundary);
         assert!(scan(b"SELECT 1; KILL 5").kill_in_batch);
         assert!(scan(b"KILL 5; SELECT 1").kill_in_batch);
         assert!(!scan(b"KILL 5").kill_in_batch);
