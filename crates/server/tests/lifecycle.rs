@@ -1429,4 +1429,7 @@ fn idle_fast_forward_clients_are_closed_after_wait_timeout() {
     }
     assert!(idle.closed_within(Duration::from_millis(100)));
     assert!(!busy.closed_within(Duration::from_millis(100)));
+    // A statement that runs longer than the limit is not idleness: its client waits for it.
+    let r = busy.query("SELECT SLEEP(1.5)");
+    assert_eq!(r[3], [1, b'0'], "{r:?}");
 }

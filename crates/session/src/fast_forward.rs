@@ -117,9 +117,13 @@ async fn relay(
     let mut down = BytesMut::with_capacity(CHUNK);
     let (mut sent, mut received) = (early.len() as u64, 0u64);
     // mysql-wait_timeout: the timer is set for the limit after the last traffic and, when it
-    // fires early (there was traffic since), set again from then.
+    // fires early (there was traffic since), set again from then. The client is idle only
+    // when it is its turn to speak: the last bytes came from the server (the end of a reply,
+    // as far as a relay that reads no packets can tell), or none came yet; while the server
+    // has the last word to say, a long statement runs.
     let limit = idle_limit.unwrap_or(Duration::MAX);
     let mut last_traffic = Instant::now();
+    let mut clients_turn = true;
     let idle = tokio::time::sleep(limit);
     tokio::pin!(idle);
     let result = loop {
@@ -139,19 +143,20 @@ async fn relay(
             Ready::Client(Ok(0)) | Ready::Backend(Ok(0)) | Ready::Killed => break Ok(()),
             Ready::IdleTimer => {
                 let since = last_traffic.elapsed();
-                if since >= limit {
+                if since >= limit && clients_turn {
                     tracing::info!(
                         session = handle.id,
                         "idle fast_forward client connection closed (wait_timeout)"
                     );
                     break Ok(());
                 }
-                idle.as_mut()
-                    .reset((Instant::now() + (limit - since)).into());
+                let rest = if clients_turn { limit - since } else { limit };
+                idle.as_mut().reset((Instant::now() + rest).into());
                 continue;
             }
             Ready::Client(Ok(n)) => {
                 last_traffic = Instant::now();
+                clients_turn = false;
                 sent += n as u64;
                 if let Err(e) = conn.stream.write_all(&up).await {
                     break Err(e);
@@ -160,6 +165,7 @@ async fn relay(
             }
             Ready::Backend(Ok(n)) => {
                 last_traffic = Instant::now();
+                clients_turn = true;
                 received += n as u64;
                 if let Err(e) = client.stream.write_all(&down).await {
                     break Err(e);
