@@ -319,6 +319,10 @@ impl Drop for PooledConn {
 /// statements meanwhile take weir's connections to it as they come back.
 const SERVER_FULL_RETRY: Duration = Duration::from_millis(100);
 
+/// How long after closing one of its idle connections to make room on a full server weir
+/// waits before it connects again: time for the server to see that connection go.
+const ROOM_MADE_RETRY: Duration = Duration::from_millis(5);
+
 /// The error code when a connect failed only because the server has no room for another
 /// connection now: ER_CON_COUNT_ERROR (max_connections), ER_TOO_MANY_USER_CONNECTIONS
 /// (max_user_connections), ER_USER_LIMIT_REACHED (the account's MAX_USER_CONNECTIONS).
@@ -600,7 +604,7 @@ impl Pool {
                 }
                 return Ok(pooled);
             }
-            if let Some(full_for) = server.full_gate(SERVER_FULL_RETRY) {
+            if let Some(full_for) = server.full_gate(&login.key.username, SERVER_FULL_RETRY) {
                 // The server refused a connection for lack of room a moment ago: wait for one
                 // of weir's to come back rather than ask again (each refused connect costs the
                 // server a thread and a log line).
@@ -665,7 +669,7 @@ impl Pool {
             };
             match connected {
                 Ok(conn) => {
-                    server.has_room();
+                    server.has_room(&login.key.username);
                     server.stats.conn_ok.fetch_add(1, Ordering::Relaxed);
                     self.totals.connects_ok.fetch_add(1, Ordering::Relaxed);
                     return Ok(slot.into_pooled(conn, login.key.clone()));
@@ -684,9 +688,20 @@ impl Pool {
                         if now >= deadline {
                             return Err(PoolError::Refused(e));
                         }
-                        tracing::debug!(server = %server.endpoint(), code, "backend full, waiting");
-                        server.mark_full(SERVER_FULL_RETRY);
                         last_err = Some(e);
+                        // weir's own idle connections may be what fills it (another key's,
+                        // one of another user when the server's max_connections is reached):
+                        // one goes, and the connect is tried again once the server had time
+                        // to see it go.
+                        let user = (code != 1040).then_some(&*login.key.username);
+                        let pause = if server.close_idle_for_room(user) {
+                            tracing::debug!(server = %server.endpoint(), code, "backend full, an idle connection closed to make room");
+                            ROOM_MADE_RETRY
+                        } else {
+                            tracing::debug!(server = %server.endpoint(), code, "backend full, waiting");
+                            SERVER_FULL_RETRY
+                        };
+                        server.mark_full(code, &login.key.username, pause);
                         continue;
                     }
                     // A schema that does not exist is the client's mistake, which it is told

@@ -156,9 +156,14 @@ pub struct ServerState {
     /// Until when (ms on [`clock_ms`]) connect errors keep it shunned.
     errors_shun_until: AtomicU64,
     /// Until when (ms on [`clock_ms`]) the server is taken to have no room for another
-    /// connection (it refused one with 1040 and the like): checkouts wait for one of weir's
-    /// to come back instead of asking it again.
+    /// connection (it refused one with 1040, its max_connections): checkouts wait for one of
+    /// weir's to come back instead of asking it again.
     full_until: AtomicU64,
+    /// The same for backend users at their own limit (1203, 1226: max_user_connections, the
+    /// account's MAX_USER_CONNECTIONS), which other users' checkouts need not wait for.
+    users_full: Mutex<Vec<(Arc<str>, u64)>>,
+    /// Whether `users_full` has entries (read without its lock by every connect).
+    any_user_full: AtomicBool,
     /// Connect errors in the current one-second window: (window start ms, count).
     recent_errors: Mutex<(u64, u32)>,
     /// Connections in use per key, by [`key_bucket`] (keys that share a bucket count
@@ -238,6 +243,8 @@ impl ServerState {
             shunned: AtomicU8::new(0),
             errors_shun_until: AtomicU64::new(0),
             full_until: AtomicU64::new(0),
+            users_full: Mutex::new(Vec::new()),
+            any_user_full: AtomicBool::new(false),
             recent_errors: Mutex::new((0, 0)),
             key_use: Default::default(),
             return_waiters: AtomicU32::new(0),
@@ -517,38 +524,97 @@ impl ServerState {
         None
     }
 
-    /// The server refused a connection for lack of room: no connect is tried for `span`.
-    pub(crate) fn mark_full(&self, span: std::time::Duration) {
+    /// The server refused a connection for lack of room (`code`: 1040 for the whole server,
+    /// else `user`'s own limit): no such connect is tried for `span`.
+    pub(crate) fn mark_full(&self, code: u16, user: &Arc<str>, span: std::time::Duration) {
         let until = clock_ms() + span.as_millis() as u64;
-        self.full_until.fetch_max(until, Ordering::Relaxed);
+        if code == 1040 {
+            self.full_until.fetch_max(until, Ordering::Relaxed);
+            return;
+        }
+        let mut users = self.users_full.lock();
+        match users.iter_mut().find(|(u, _)| u == user) {
+            Some((_, at)) => *at = (*at).max(until),
+            None => users.push((user.clone(), until)),
+        }
+        self.any_user_full.store(true, Ordering::Relaxed);
     }
 
-    /// Whether a connect may be tried now, after the server refused one for lack of room:
-    /// `None` when it may (never refused, or the pause is over and this caller is the one
-    /// that tries: the pause is renewed for the others meanwhile), else how long to wait.
-    pub(crate) fn full_gate(&self, span: std::time::Duration) -> Option<std::time::Duration> {
+    /// Whether a connect for `user` may be tried now, after the server refused one for lack
+    /// of room (its own or the user's): `None` when it may (never refused, or the pause is
+    /// over and this caller is the one that tries: the pause is renewed for the others
+    /// meanwhile), else how long to wait.
+    pub(crate) fn full_gate(
+        &self,
+        user: &str,
+        span: std::time::Duration,
+    ) -> Option<std::time::Duration> {
         let until = self.full_until.load(Ordering::Relaxed);
-        if until == 0 {
+        if until != 0 {
+            let now = clock_ms();
+            if now < until {
+                return Some(std::time::Duration::from_millis(until - now));
+            }
+            let next = now + span.as_millis() as u64;
+            if self
+                .full_until
+                .compare_exchange(until, next, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                return Some(span);
+            }
             return None;
         }
-        let now = clock_ms();
-        if now < until {
-            return Some(std::time::Duration::from_millis(until - now));
+        if !self.any_user_full.load(Ordering::Relaxed) {
+            return None;
         }
-        let next = now + span.as_millis() as u64;
-        match self
-            .full_until
-            .compare_exchange(until, next, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => None,
-            Err(_) => Some(span),
+        let mut users = self.users_full.lock();
+        let (_, until) = users.iter_mut().find(|(u, _)| &**u == user)?;
+        let now = clock_ms();
+        if now < *until {
+            return Some(std::time::Duration::from_millis(*until - now));
+        }
+        *until = now + span.as_millis() as u64;
+        None
+    }
+
+    /// A connect for `user` succeeded: the server, and the user's limit, have room again.
+    pub(crate) fn has_room(&self, user: &str) {
+        if self.full_until.load(Ordering::Relaxed) != 0 {
+            self.full_until.store(0, Ordering::Relaxed);
+        }
+        if self.any_user_full.load(Ordering::Relaxed) {
+            let mut users = self.users_full.lock();
+            users.retain(|(u, _)| &**u != user);
+            self.any_user_full
+                .store(!users.is_empty(), Ordering::Relaxed);
         }
     }
 
-    /// A connect succeeded: the server has room again.
-    pub(crate) fn has_room(&self) {
-        if self.full_until.load(Ordering::Relaxed) != 0 {
-            self.full_until.store(0, Ordering::Relaxed);
+    /// Closes weir's oldest idle connection to the server (of backend user `user` when given),
+    /// to make room for another that the server refused for lack of it; whether there was one.
+    pub(crate) fn close_idle_for_room(&self, user: Option<&str>) -> bool {
+        let fits = |i: &Idle| user.is_none_or(|u| &*i.key.username == u);
+        let oldest = self
+            .idle
+            .iter()
+            .enumerate()
+            .filter_map(|(n, shard)| {
+                let idle = shard.lock();
+                idle.iter().position(fits).map(|pos| (idle[pos].since, n))
+            })
+            .min();
+        let Some((_, n)) = oldest else {
+            return false;
+        };
+        let mut idle = self.idle[n].lock();
+        match idle.iter().position(fits) {
+            Some(pos) => {
+                idle.remove(pos);
+                self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
+                true
+            }
+            None => false,
         }
     }
 

@@ -2753,6 +2753,68 @@ fn statements_wait_when_the_server_has_no_room_for_another_connection() {
     assert_eq!(rows[0]["status"], "ONLINE", "{}", w.stderr_tail(20));
 }
 
+/// A backend user at its own connection limit (MAX_USER_CONNECTIONS) holds up no other user:
+/// their connects are not paused with its own. And weir's idle connections of that user are
+/// what frees room for one of another key (a client with CLIENT_FOUND_ROWS) instead of that
+/// client waiting for its deadline.
+#[test]
+fn a_user_at_its_connection_limit_holds_up_no_other() {
+    use common::raw::{err_code, RawClient};
+    let w = start("auto_increment_delay_multiplex = 0\nconnect_timeout_server_max = 4000");
+    primary(
+        "CREATE USER IF NOT EXISTS 'capped2'@'%' IDENTIFIED BY 'cappedpass' \
+         WITH MAX_USER_CONNECTIONS 2; GRANT SELECT ON weirtest.* TO 'capped2'@'%'",
+    );
+    admin(
+        &w,
+        "INSERT INTO mysql_users (username, password, default_hostgroup) \
+         VALUES ('capped2', 'cappedpass', 0); LOAD MYSQL USERS TO RUNTIME",
+    );
+    let login = |extra| {
+        let (c, p) = RawClient::login_caps(w.port, "capped2", "cappedpass", None, extra);
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        c
+    };
+    // Both of capped2's connections busy for 2.5 s, and 30 more of its statements waiting.
+    let busy: Vec<_> = (0..32)
+        .map(|_| {
+            let mut c = login(0);
+            std::thread::spawn(move || {
+                let r = c.query("SELECT SLEEP(2.5)");
+                err_code(&r[0])
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Another user's first statement needs a connection of its own: at once.
+    let (mut other, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    let started = Instant::now();
+    assert_eq!(other.query("SELECT 1")[0], [1]);
+    let took = started.elapsed();
+    for t in busy {
+        // Some may reach their deadline, in turns of 2.5 s: what matters here is the other user.
+        let _ = t.join().unwrap();
+    }
+    // Under a millisecond here; 1.5 to 3.5 s when capped2's pause held every user up.
+    assert!(
+        took < std::time::Duration::from_millis(1000),
+        "the other user waited {took:?}"
+    );
+    // capped2's two idle connections lack CLIENT_FOUND_ROWS; a client that asks for it gets
+    // one of its own in their place.
+    select_one_at_once([login(0), login(0)], 20);
+    let mut found_rows = login(weir_wire::cap::FOUND_ROWS);
+    let started = Instant::now();
+    let r = found_rows.query("SELECT 1");
+    assert_eq!(r[0], [1], "{r:?}\n{}", w.stderr_tail(20));
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// What an UPDATE matching two rows and changing one reports to a client with
 /// CLIENT_FOUND_ROWS and to one without, taking turns on one connection.
 fn found_rows_run(port: u16) -> Vec<u64> {
