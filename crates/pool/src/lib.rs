@@ -94,7 +94,8 @@ pub struct PoolSettings {
     pub connect_retries: u32,
     /// Share of max_connections kept idle per server (mysql-free_connections_pct).
     pub free_connections_pct: u32,
-    /// Idle connections older than this are pinged before reuse (mysql-ping_interval_server_msec).
+    /// Idle connections older than this are pinged before reuse (mysql-ping_interval_server_msec);
+    /// zero: never.
     pub ping_interval: Duration,
     /// Connect errors within one second that shun a server (mysql-shun_on_failures; 0 = never).
     pub shun_on_failures: u32,
@@ -587,8 +588,9 @@ impl Pool {
                 // dropped here, before a client statement could fail on it.
                 let stale = !pooled.conn().idle_ok()
                     || settings.too_old(pooled.conn_ref())
-                    || (now.saturating_duration_since(pooled.conn_ref().last_used)
-                        >= settings.ping_interval
+                    || (!settings.ping_interval.is_zero()
+                        && now.saturating_duration_since(pooled.conn_ref().last_used)
+                            >= settings.ping_interval
                         && !matches!(
                             // Boxed, as the connect below: rare, and large.
                             Box::pin(tokio::time::timeout(

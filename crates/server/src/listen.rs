@@ -110,6 +110,27 @@ fn bind_tcp(hp: &str) -> std::io::Result<std::net::TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::other("address resolves to nothing")))
 }
 
+/// TCP keepalive on a client's socket when mysql-use_tcp_keepalive says so: a client that
+/// vanished (a host down, a dropped route) is noticed even while idle.
+fn keep_alive(s: &tokio::net::TcpStream, shared: &Shared) {
+    let (on, idle) = {
+        let rt = shared.runtime.load();
+        (rt.mysql.use_tcp_keepalive, rt.mysql.tcp_keepalive_time)
+    };
+    if !on {
+        return;
+    }
+    let sock = socket2::SockRef::from(s);
+    let set = if idle.is_zero() {
+        sock.set_keepalive(true)
+    } else {
+        sock.set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(idle))
+    };
+    if let Err(e) = set {
+        tracing::debug!(error = %e, "TCP keepalive not set on a client connection");
+    }
+}
+
 /// Accepts until `stop` is cancelled, one session task per connection. While `paused`
 /// (PROXYSQL PAUSE), new clients get an error instead of a session.
 pub async fn accept_loop(
@@ -131,6 +152,7 @@ pub async fn accept_loop(
                 _ = stop.cancelled() => break,
                 r = t.accept() => r.map(|(s, peer)| {
                     let _ = s.set_nodelay(true);
+                    keep_alive(&s, &shared);
                     (Stream::Tcp(s), Some(peer))
                 }),
             },

@@ -1360,6 +1360,45 @@ fn idle_clients_are_closed_after_their_timeouts() {
     }
 }
 
+/// mysql-use_tcp_keepalive: keepalive probes on client sockets, after mysql-tcp_keepalive_time
+/// of silence; none by default. `ss` shows a socket's keepalive timer.
+#[test]
+fn tcp_keepalive_on_client_connections() {
+    // weir's side of the client's connection once its login's last bytes were acknowledged
+    // (a retransmission timer shows until then).
+    let timers = |w: &weir_testkit::WeirProcess| {
+        let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(p[0], 0);
+        let mut seen = String::new();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(100));
+            let out = std::process::Command::new("ss")
+                .args([
+                    "-tnoH",
+                    "state",
+                    "established",
+                    "sport",
+                    "=",
+                    &format!(":{}", w.port),
+                ])
+                .output()
+                .expect("ss (iproute2) runs");
+            seen = String::from_utf8_lossy(&out.stdout).into_owned();
+            if !seen.contains("timer:(on") {
+                break;
+            }
+        }
+        drop(c);
+        seen
+    };
+    let w = common::admin::start("use_tcp_keepalive = true\ntcp_keepalive_time = 77");
+    let seen = timers(&w);
+    assert!(seen.contains("timer:(keepalive,1min1"), "{seen}");
+    let w = common::admin::start("");
+    let seen = timers(&w);
+    assert!(!seen.is_empty() && !seen.contains("keepalive"), "{seen}");
+}
+
 /// A client that hangs up during a long statement: weir kills it on the server
 /// (mysql-kill_backend_connection_when_disconnect, by default), or leaves it to run when
 /// that is false.

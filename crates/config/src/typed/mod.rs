@@ -31,6 +31,10 @@ pub struct MysqlVariables {
     pub have_ssl: bool,
     /// `mysql-connect_timeout_client`.
     pub connect_timeout_client: Duration,
+    /// `mysql-use_tcp_keepalive`.
+    pub use_tcp_keepalive: bool,
+    /// `mysql-tcp_keepalive_time` (zero: the system's default).
+    pub tcp_keepalive_time: Duration,
     /// `mysql-wait_timeout`.
     pub wait_timeout: Duration,
     /// `mysql-max_transaction_idle_time`.
@@ -213,6 +217,8 @@ impl MysqlVariables {
             have_compress: r.bool("have_compress"),
             have_ssl: r.bool("have_ssl"),
             connect_timeout_client: r.ms("connect_timeout_client"),
+            use_tcp_keepalive: r.bool("use_tcp_keepalive"),
+            tcp_keepalive_time: r.secs("tcp_keepalive_time"),
             wait_timeout: r.ms("wait_timeout"),
             max_transaction_idle_time: r.ms("max_transaction_idle_time"),
             max_transaction_time: r.ms("max_transaction_time"),
