@@ -830,7 +830,22 @@ async fn open_connection(
         Err(e) => return Opened::Failed(e),
     };
     if let Some(sql) = &settings.init_connect {
-        if let Err(e) = run_init_connect(&mut conn, sql).await {
+        // Bounded as the connect is: a statement that blocks (a lock) must not hold the
+        // checkout past every deadline.
+        let limit = settings.connect_timeout;
+        let ran = tokio::time::timeout(limit, run_init_connect(&mut conn, sql)).await;
+        let ran = ran.unwrap_or_else(|_| {
+            Err(BackendError::Server(weir_wire::msg::ErrInfo::new(
+                weir_wire::errcode::ER_PROXY_NO_BACKEND,
+                "HY000",
+                format!(
+                    "mysql-init_connect failed: its statements did not end within {} ms \
+                     (mysql-connect_timeout_server)",
+                    limit.as_millis()
+                ),
+            )))
+        });
+        if let Err(e) = ran {
             return Opened::InitFailed(e);
         }
     }

@@ -2943,6 +2943,24 @@ fn init_connect_runs_on_new_connections() {
         "SELECT status FROM stats_mysql_connection_pool WHERE hostgroup = 0",
     );
     assert_eq!(rows[0]["status"], "ONLINE");
+    // Statements that do not end are bounded like the connect (connect_timeout_server).
+    let w = start("init_connect = \"DO SLEEP(30)\"\nconnect_timeout_server = 500");
+    let (mut c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    let started = Instant::now();
+    let r = c.query("SELECT 1");
+    let msg = String::from_utf8_lossy(&r[0]).into_owned();
+    assert_eq!(r[0][0], 0xff, "{msg}");
+    assert_eq!(err_code(&r[0]), Some(9001), "{msg}");
+    assert!(
+        msg.contains("mysql-init_connect failed: its statements did not end within 500 ms"),
+        "{msg}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// mysql-autocommit_false_not_reusable: a connection left with autocommit off is closed
