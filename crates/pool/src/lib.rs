@@ -691,17 +691,21 @@ impl Pool {
                             return Err(PoolError::Refused(e));
                         }
                         last_err = Some(e);
-                        // weir's own idle connections may be what fills it (another key's,
-                        // one of another user when the server's max_connections is reached):
-                        // one goes, and the connect is tried again once the server had time
-                        // to see it go.
-                        let user = (code != 1040).then_some(&*login.key.username);
-                        let pause = if server.close_idle_for_room(user) {
-                            tracing::debug!(server = %server.endpoint(), code, "backend full, an idle connection closed to make room");
-                            ROOM_MADE_RETRY
-                        } else {
-                            tracing::debug!(server = %server.endpoint(), code, "backend full, waiting");
-                            SERVER_FULL_RETRY
+                        // weir's own idle connections may be what fills it: one of this key
+                        // that came back meanwhile is taken next time round (before any
+                        // pause); else one of another key (of another user too when the
+                        // server's max_connections is reached) goes, and the connect is
+                        // tried again once the server had time to see it go.
+                        let pause = match server.make_room(&login.key, code != 1040) {
+                            server::Room::OwnIdle => SERVER_FULL_RETRY,
+                            server::Room::Closed => {
+                                tracing::debug!(server = %server.endpoint(), code, "backend full, an idle connection closed to make room");
+                                ROOM_MADE_RETRY
+                            }
+                            server::Room::None => {
+                                tracing::debug!(server = %server.endpoint(), code, "backend full, waiting");
+                                SERVER_FULL_RETRY
+                            }
                         };
                         server.mark_full(code, &login.key.username, pause);
                         continue;

@@ -196,6 +196,17 @@ pub(crate) fn key_bucket(key: &PoolKey) -> usize {
     (foldhash::fast::FixedState::default().hash_one(key) % KEY_BUCKETS as u64) as usize
 }
 
+/// What [`ServerState::make_room`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// A connection of the key is idle: take it.
+    OwnIdle,
+    /// An idle connection of another key was closed: connect again shortly.
+    Closed,
+    /// Nothing weir holds idle can make room.
+    None,
+}
+
 /// Reasons a server is SHUNNED by weir rather than by its configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shun;
@@ -591,10 +602,15 @@ impl ServerState {
         }
     }
 
-    /// Closes weir's oldest idle connection to the server (of backend user `user` when given),
-    /// to make room for another that the server refused for lack of it; whether there was one.
-    pub(crate) fn close_idle_for_room(&self, user: Option<&str>) -> bool {
-        let fits = |i: &Idle| user.is_none_or(|u| &*i.key.username == u);
+    /// Makes room for a connection of `key` that the server refused for lack of it: when one
+    /// of `key` is idle (it came back meanwhile), nothing; else closes weir's oldest idle
+    /// connection to the server of another key (of the same backend user when `same_user`).
+    pub(crate) fn make_room(&self, key: &PoolKey, same_user: bool) -> Room {
+        let own = |i: &Idle| i.key == *key;
+        if self.idle.iter().any(|shard| shard.lock().iter().any(own)) {
+            return Room::OwnIdle;
+        }
+        let fits = |i: &Idle| !own(i) && (!same_user || i.key.username == key.username);
         let oldest = self
             .idle
             .iter()
@@ -605,16 +621,16 @@ impl ServerState {
             })
             .min();
         let Some((_, n)) = oldest else {
-            return false;
+            return Room::None;
         };
         let mut idle = self.idle[n].lock();
         match idle.iter().position(fits) {
             Some(pos) => {
                 idle.remove(pos);
                 self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
-                true
+                Room::Closed
             }
-            None => false,
+            None => Room::None,
         }
     }
 

@@ -2673,6 +2673,24 @@ fn clients_of_two_keys_on_a_full_server_keep_their_connections() {
     );
 }
 
+/// A weir with `extra_vars` whose users include `user` (password `cappedpass`), an account
+/// of the primary's limited to 2 connections (MAX_USER_CONNECTIONS).
+fn with_capped_user(user: &str, extra_vars: &str) -> WeirProcess {
+    let w = start(extra_vars);
+    primary(&format!(
+        "CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY 'cappedpass' \
+         WITH MAX_USER_CONNECTIONS 2; GRANT SELECT ON weirtest.* TO '{user}'@'%'"
+    ));
+    admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_users (username, password, default_hostgroup) \
+             VALUES ('{user}', 'cappedpass', 0); LOAD MYSQL USERS TO RUNTIME"
+        ),
+    );
+    w
+}
+
 /// A server that refuses connections for lack of room (here the backend account's
 /// MAX_USER_CONNECTIONS, as when other applications fill a server's max_connections): weir's
 /// statements wait for one of its connections to come back instead of failing, and the
@@ -2680,16 +2698,7 @@ fn clients_of_two_keys_on_a_full_server_keep_their_connections() {
 #[test]
 fn statements_wait_when_the_server_has_no_room_for_another_connection() {
     use common::raw::{err_code, RawClient};
-    let w = start("auto_increment_delay_multiplex = 0");
-    primary(
-        "CREATE USER IF NOT EXISTS 'capped'@'%' IDENTIFIED BY 'cappedpass' \
-         WITH MAX_USER_CONNECTIONS 2; GRANT SELECT ON weirtest.* TO 'capped'@'%'",
-    );
-    admin(
-        &w,
-        "INSERT INTO mysql_users (username, password, default_hostgroup) \
-         VALUES ('capped', 'cappedpass', 0); LOAD MYSQL USERS TO RUNTIME",
-    );
+    let w = with_capped_user("capped", "auto_increment_delay_multiplex = 0");
     // Directly, a third connection is refused.
     let port = topo().primary.port;
     let direct: Vec<_> = (0..3)
@@ -2760,15 +2769,9 @@ fn statements_wait_when_the_server_has_no_room_for_another_connection() {
 #[test]
 fn a_user_at_its_connection_limit_holds_up_no_other() {
     use common::raw::{err_code, RawClient};
-    let w = start("auto_increment_delay_multiplex = 0\nconnect_timeout_server_max = 4000");
-    primary(
-        "CREATE USER IF NOT EXISTS 'capped2'@'%' IDENTIFIED BY 'cappedpass' \
-         WITH MAX_USER_CONNECTIONS 2; GRANT SELECT ON weirtest.* TO 'capped2'@'%'",
-    );
-    admin(
-        &w,
-        "INSERT INTO mysql_users (username, password, default_hostgroup) \
-         VALUES ('capped2', 'cappedpass', 0); LOAD MYSQL USERS TO RUNTIME",
+    let w = with_capped_user(
+        "capped2",
+        "auto_increment_delay_multiplex = 0\nconnect_timeout_server_max = 4000",
     );
     let login = |extra| {
         let (c, p) = RawClient::login_caps(w.port, "capped2", "cappedpass", None, extra);
