@@ -502,15 +502,12 @@ impl Pool {
         let bucket = server::key_bucket(&login.key);
         // When this checkout started waiting for a connection of its key to come back.
         let mut affinity_since: Option<Instant> = None;
-        let mut looked_again = false;
+        let mut looked_before = false;
         loop {
             // The clock is read once in the common case (a free slot and an idle connection
-            // at the first look); a later look may follow a wait.
-            let now = if std::mem::replace(&mut looked_again, true) {
-                Instant::now()
-            } else {
-                started
-            };
+            // at the first look); a later look, or one that found no free slot, may follow a
+            // wait.
+            let first_look = !std::mem::replace(&mut looked_before, true);
             // The common case first: a free slot, nothing to register for.
             let free = match self.pick(hostgroup, true) {
                 Some(server) if server.reserve() => Some(server),
@@ -518,6 +515,7 @@ impl Pool {
                 Some(_) => continue,
                 None => None,
             };
+            let at_once = first_look && free.is_some();
             let server = if let Some(server) = free {
                 server
             } else {
@@ -576,6 +574,7 @@ impl Pool {
                     },
                 }
             };
+            let now = if at_once { started } else { Instant::now() };
             let slot = Reserved::new(server.clone(), bucket);
             let idle = if reuse {
                 server.take_idle(login, settings.collation_portable)
@@ -696,7 +695,13 @@ impl Pool {
                         // pause); else one of another key (of another user too when the
                         // server's max_connections is reached) goes, and the connect is
                         // tried again once the server had time to see it go.
-                        let pause = match server.make_room(&login.key, code != 1040) {
+                        let room = server.make_room(
+                            login,
+                            reuse,
+                            settings.collation_portable,
+                            code != 1040,
+                        );
+                        let pause = match room {
                             server::Room::OwnIdle => SERVER_FULL_RETRY,
                             server::Room::Closed => {
                                 tracing::debug!(server = %server.endpoint(), code, "backend full, an idle connection closed to make room");
@@ -839,6 +844,9 @@ async fn open_connection(
         let limit = settings.connect_timeout;
         let ran = tokio::time::timeout(limit, run_init_connect(&mut conn, sql)).await;
         let ran = ran.unwrap_or_else(|_| {
+            // Closing the connection would leave the statement running on the server, one
+            // more thread at each attempt: it is killed.
+            tokio::spawn(kill_connection(params.clone(), conn.connection_id));
             Err(BackendError::Server(weir_wire::msg::ErrInfo::new(
                 weir_wire::errcode::ER_PROXY_NO_BACKEND,
                 "HY000",
@@ -854,6 +862,20 @@ async fn open_connection(
         }
     }
     Opened::Ready(conn)
+}
+
+/// `KILL <thread>` over a new connection of `params` (without its schema).
+async fn kill_connection(mut params: ConnectParams, thread: u32) {
+    params.schema = None;
+    match BackendConn::connect(&params).await {
+        Ok(mut c) => {
+            if let Err(e) = c.query(&format!("KILL {thread}")).await {
+                tracing::debug!(error = %e, thread, "KILL of a backend connection failed");
+            }
+            c.quit().await;
+        }
+        Err(e) => tracing::debug!(error = %e, thread, "no connection to KILL a backend thread"),
+    }
 }
 
 async fn run_init_connect(conn: &mut BackendConn, sql: &str) -> Result<(), BackendError> {

@@ -199,7 +199,7 @@ pub(crate) fn key_bucket(key: &PoolKey) -> usize {
 /// What [`ServerState::make_room`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Room {
-    /// A connection of the key is idle: take it.
+    /// An idle connection would serve the checkout: take it.
     OwnIdle,
     /// An idle connection of another key was closed: connect again shortly.
     Closed,
@@ -602,15 +602,32 @@ impl ServerState {
         }
     }
 
-    /// Makes room for a connection of `key` that the server refused for lack of it: when one
-    /// of `key` is idle (it came back meanwhile), nothing; else closes weir's oldest idle
-    /// connection to the server of another key (of the same backend user when `same_user`).
-    pub(crate) fn make_room(&self, key: &PoolKey, same_user: bool) -> Room {
-        let own = |i: &Idle| i.key == *key;
-        if self.idle.iter().any(|shard| shard.lock().iter().any(own)) {
+    /// Makes room for a connection for `login` that the server refused for lack of it: when
+    /// an idle one would serve it (one came back meanwhile; never for a dedicated connection,
+    /// `reuse` false), nothing; else closes weir's oldest idle connection to the server that
+    /// would not (of the same backend user when `same_user`).
+    pub(crate) fn make_room(
+        &self,
+        login: &LoginTemplate,
+        reuse: bool,
+        portable: fn(u8) -> bool,
+        same_user: bool,
+    ) -> Room {
+        // As `take_idle` chooses.
+        let usable = |i: &Idle| {
+            reuse
+                && i.key == login.key
+                && (i.conn.collation == login.collation
+                    || (portable(login.collation) && portable(i.conn.collation)))
+        };
+        if self
+            .idle
+            .iter()
+            .any(|shard| shard.lock().iter().any(usable))
+        {
             return Room::OwnIdle;
         }
-        let fits = |i: &Idle| !own(i) && (!same_user || i.key.username == key.username);
+        let fits = |i: &Idle| !usable(i) && (!same_user || i.key.username == login.key.username);
         let oldest = self
             .idle
             .iter()

@@ -1471,4 +1471,10 @@ fn idle_fast_forward_clients_are_closed_after_wait_timeout() {
     // A statement that runs longer than the limit is not idleness: its client waits for it.
     let r = busy.query("SELECT SLEEP(1.5)");
     assert_eq!(r[3], [1, b'0'], "{r:?}");
+    // A client whose last command gets no reply (COM_STMT_CLOSE) is idle after it.
+    let mut closing = login();
+    let prepared = closing.command(b"\x16SELECT 1", weir_wire::reply::Expect::Prepare);
+    assert_eq!(prepared[0][0], 0, "{prepared:?}");
+    closing.send(&[&[0x19][..], &prepared[0][1..5]].concat());
+    assert!(closing.closed_within(Duration::from_millis(3000)));
 }

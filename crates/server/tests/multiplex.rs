@@ -2946,8 +2946,12 @@ fn init_connect_runs_on_new_connections() {
         "SELECT status FROM stats_mysql_connection_pool WHERE hostgroup = 0",
     );
     assert_eq!(rows[0]["status"], "ONLINE");
-    // Statements that do not end are bounded like the connect (connect_timeout_server).
-    let w = start("init_connect = \"DO SLEEP(30)\"\nconnect_timeout_server = 500");
+    // Statements that do not end are bounded like the connect (connect_timeout_server). Not
+    // SLEEP nor a lock wait: the server ends those when their connection closes; a busy
+    // statement goes on (about 8 s for this one here) unless killed.
+    let w = start(
+        "init_connect = \"DO BENCHMARK(20000000, MD5('init'))\"\nconnect_timeout_server = 500",
+    );
     let (mut c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
     assert_eq!(p[0], 0);
     let started = Instant::now();
@@ -2964,6 +2968,24 @@ fn init_connect_runs_on_new_connections() {
         "{:?}",
         started.elapsed()
     );
+    // And they do not go on running on the server.
+    let running = || {
+        topo()
+            .primary
+            .query_value(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE 'DO BENCHMARK(20000000%'",
+            )
+            .unwrap()
+    };
+    let t = Instant::now();
+    while running() != "0" {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(3),
+            "still running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// mysql-autocommit_false_not_reusable: a connection left with autocommit off is closed

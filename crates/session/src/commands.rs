@@ -18,10 +18,13 @@ impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         self.early_kill_columns = None;
-        if !matches!(cmd.code(), com::PING | com::QUERY) {
+        if !matches!(
+            cmd.code(),
+            com::PING | com::QUERY | com::STMT_CLOSE | com::STMT_SEND_LONG_DATA
+        ) {
             // The error a query failed with is shown by SHOW WARNINGS until the next
-            // statement; any other command than a ping ends that too (a reset, a change of
-            // user, an execution).
+            // statement; other commands end that too (a reset, a change of user, a prepare,
+            // an execution), but for those the server leaves the diagnostics alone after.
             self.last_error = None;
         }
         if !matches!(cmd.code(), com::PING | com::QUERY | com::STMT_EXECUTE) {
@@ -128,7 +131,6 @@ impl Session {
             weir_sql::scan(p.get(1..).unwrap_or_default())
         };
         self.counted = Some(scan.command);
-        self.idle.transaction_boundary = scan.transaction_boundary;
         self.repeatable = crate::stmt::repeatable(&scan);
         let previous_row_count = self.row_count.take();
         let no_diagnostics = std::mem::take(&mut self.no_diagnostics);
@@ -255,6 +257,9 @@ impl Session {
             }
         };
         let outcome = flow.as_ref().ok().and_then(|o| o.as_ref());
+        // A COMMIT that failed (or that a rule refused) leaves the same transaction open.
+        self.idle.transaction_boundary =
+            scan.transaction_boundary && outcome.is_some_and(|o| o.error.is_none());
         self.no_diagnostics = outcome.is_some_and(|o| o.error.is_none() && o.warnings == 0);
         // An error is the only diagnostic of a statement that failed (warnings before it are
         // not counted in an ERR): weir can show it when asked.

@@ -6,10 +6,11 @@
 //! # Timeouts
 //!
 //! Every command sent to a backend runs under the session's timer. The timer is one `Sleep`
-//! per session, reset for each command: while deadlines only move forward (the same timeout
-//! statement after statement) tokio extends a registered timer with one atomic operation, so
-//! the common case costs no allocation and no lock on the timer wheel. A command with a shorter
-//! deadline than the previous one (a rule's timeout after the default) re-registers it.
+//! per session, moved only when a command's deadline comes before the one it is armed for,
+//! or that one passed: with the same long timeout statement after statement, it stays armed
+//! for an earlier statement's deadline, and when it fires during a later statement it is
+//! re-armed for that statement's own (a reset per statement moved it in the timer wheel each
+//! time). A command with a shorter deadline (a rule's timeout after the default) re-arms it.
 //!
 //! When the timer fires, weir sends `KILL QUERY <backend thread>` over a new connection, from
 //! the session's task (the worker goes on serving other sessions), then:

@@ -124,6 +124,7 @@ async fn relay(
     let limit = idle_limit.unwrap_or(Duration::MAX);
     let mut last_traffic = Instant::now();
     let mut clients_turn = true;
+    let mut packets = ClientPackets::default();
     let idle = tokio::time::sleep(limit);
     tokio::pin!(idle);
     let result = loop {
@@ -156,7 +157,7 @@ async fn relay(
             }
             Ready::Client(Ok(n)) => {
                 last_traffic = Instant::now();
-                clients_turn = false;
+                clients_turn = packets.client_sent(&up);
                 sent += n as u64;
                 if let Err(e) = conn.stream.write_all(&up).await {
                     break Err(e);
@@ -166,6 +167,7 @@ async fn relay(
             Ready::Backend(Ok(n)) => {
                 last_traffic = Instant::now();
                 clients_turn = true;
+                packets.server_spoke();
                 received += n as u64;
                 if let Err(e) = client.stream.write_all(&down).await {
                     break Err(e);
@@ -181,4 +183,111 @@ async fn relay(
         .bytes_recv
         .fetch_add(received, Ordering::Relaxed);
     result
+}
+
+/// Follows the client's packets, as far as a relay that reads none of the server's can, to
+/// tell whether what it sent since the server last spoke awaits a reply: COM_STMT_CLOSE and
+/// COM_STMT_SEND_LONG_DATA get none, so after them it is still the client's turn.
+#[derive(Debug)]
+struct ClientPackets {
+    /// Bytes of the current packet not seen yet; `None` once out of step (a header split
+    /// between reads, a file sent for LOAD DATA LOCAL), until the server speaks again.
+    rest: Option<usize>,
+    /// Whether the current packet continues the last one (which had the largest length):
+    /// its first byte is no command.
+    continued: bool,
+    /// Whether every command since the server last spoke is one that gets no reply.
+    unanswered: bool,
+}
+
+impl Default for ClientPackets {
+    fn default() -> Self {
+        ClientPackets {
+            rest: Some(0),
+            continued: false,
+            unanswered: true,
+        }
+    }
+}
+
+impl ClientPackets {
+    /// The server spoke: the client's next bytes start a packet.
+    fn server_spoke(&mut self) {
+        *self = ClientPackets::default();
+    }
+
+    /// Follows `bytes` sent by the client; whether it is still its turn to speak.
+    fn client_sent(&mut self, mut bytes: &[u8]) -> bool {
+        loop {
+            let Some(rest) = self.rest else {
+                return false;
+            };
+            if rest > 0 {
+                let n = rest.min(bytes.len());
+                self.rest = Some(rest - n);
+                bytes = &bytes[n..];
+                if bytes.is_empty() {
+                    return self.unanswered && rest == n;
+                }
+                continue;
+            }
+            if bytes.is_empty() {
+                return self.unanswered;
+            }
+            let (Some(header), Some(&first)) = (bytes.get(..4), bytes.get(4)) else {
+                // A header cut between reads, or an empty packet (the end of a file).
+                self.rest = None;
+                return false;
+            };
+            let len =
+                usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+            if !self.continued {
+                self.unanswered &= matches!(
+                    first,
+                    weir_wire::com::STMT_CLOSE | weir_wire::com::STMT_SEND_LONG_DATA
+                );
+            }
+            self.continued = len == 0xff_ffff;
+            self.rest = Some(4 + len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientPackets;
+
+    fn packet(payload: &[u8]) -> Vec<u8> {
+        let len = payload.len();
+        let mut p = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, 0];
+        p.extend_from_slice(payload);
+        p
+    }
+
+    #[test]
+    fn commands_without_a_reply_leave_the_turn_to_the_client() {
+        let close = packet(&[0x19, 1, 0, 0, 0]);
+        let query = packet(b"\x03SELECT 1");
+        let mut p = ClientPackets::default();
+        assert!(p.client_sent(&close));
+        assert!(!p.client_sent(&query));
+        p.server_spoke();
+        // Long data then a close, cut anywhere: the client's turn at the end of a packet; a
+        // header cut between reads loses step, which leaves the turn to the server.
+        let mut long = packet(&[&[0x18, 1, 0, 0, 0, 0, 0][..], &[7; 300]].concat());
+        let first_len = long.len();
+        long.extend_from_slice(&close);
+        for cut in 1..long.len() {
+            let mut p = ClientPackets::default();
+            let first = p.client_sent(&long[..cut]);
+            assert_eq!(first, cut == first_len, "cut at {cut}");
+            let whole_headers = cut >= 5 && !(first_len + 1..first_len + 5).contains(&cut);
+            assert_eq!(p.client_sent(&long[cut..]), whole_headers, "cut at {cut}");
+        }
+        // A query among them: the server owes a reply.
+        let mut p = ClientPackets::default();
+        assert!(!p.client_sent(&[close.clone(), query.clone()].concat()));
+        p.server_spoke();
+        assert!(p.client_sent(&close));
+    }
 }

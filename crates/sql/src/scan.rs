@@ -218,10 +218,13 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 out.load_data_local |= local;
             }
             out.pin.0 |= pin;
-            out.transaction_boundary |= matches!(
-                kind,
-                StatementKind::Begin | StatementKind::Commit | StatementKind::Rollback
-            );
+            // `BEGIN NOT ATOMIC ... END` is a compound statement, not a transaction's start.
+            let compound = nwords > 1 && eq(words[0], "BEGIN") && eq(words[1], "NOT");
+            out.transaction_boundary |= !compound
+                && matches!(
+                    kind,
+                    StatementKind::Begin | StatementKind::Commit | StatementKind::Rollback
+                );
             Some(kind)
         };
     // A USE among several statements, and a CALL given user variables (OUT parameters are
@@ -726,6 +729,7 @@ mod tests {
         assert!(scan(b"INSERT INTO t VALUES (1); COMMIT; BEGIN").transaction_boundary);
         assert!(scan(b"start transaction read only").transaction_boundary);
         assert!(!scan(b"ROLLBACK TO SAVEPOINT a").transaction_boundary);
+        assert!(!scan(b"BEGIN NOT ATOMIC SELECT 1; END").transaction_boundary);
         assert!(!scan(b"SELECT 'COMMIT'").transaction_boundary);
         assert!(scan(b"SELECT 1; KILL 5").kill_in_batch);
         assert!(scan(b"KILL 5; SELECT 1").kill_in_batch);
