@@ -67,7 +67,7 @@ ensure_cargo() {
     fi
     if ! command -v cargo >/dev/null 2>&1; then
         cat >&2 <<'EOF'
-error: cargo (the Rust toolchain, 1.80 or newer) is not installed. Install it with rustup:
+error: cargo (the Rust toolchain, 1.87 or newer) is not installed. Install it with rustup:
 
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y
     . "$HOME/.cargo/env"
