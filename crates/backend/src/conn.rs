@@ -30,7 +30,8 @@ pub const BACKEND_BASE_CAPS: u32 = cap::LONG_PASSWORD
     | cap::CONNECT_ATTRS;
 
 /// Client capabilities that change what the server does, so a pooled connection may only serve
-/// clients that negotiated the same ones, except those in [`crate::adapted_caps`].
+/// clients that negotiated the same ones, except those in [`crate::adapted_caps`] and those
+/// its server ignores ([`crate::caps_ignored_by`]).
 pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
     | cap::LOCAL_FILES
     | cap::MULTI_RESULTS

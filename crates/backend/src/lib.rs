@@ -29,15 +29,24 @@ pub fn backend_server_version() -> Option<std::sync::Arc<String>> {
 
 /// Client capabilities every pooled connection asks for, whatever the client it serves
 /// negotiated, because weir gives a client without them what the server would:
-/// CLIENT_SESSION_TRACK (state changes are left out of its OKs), CLIENT_LOCAL_FILES (a file
+/// CLIENT_SESSION_TRACK (state changes are left out of its OKs) and CLIENT_LOCAL_FILES (a file
 /// request meant for it is answered with no file and the statement refused with the server's
-/// error) and, in front of MariaDB, CLIENT_PS_MULTI_RESULTS (which MariaDB does not act on:
-/// a prepared CALL needs only CLIENT_MULTI_RESULTS there). Clients that differ only in these
-/// then share connections.
+/// error). Clients that differ only in these then share connections.
 pub fn adapted_caps() -> u32 {
     use weir_wire::cap;
-    let mariadb = backend_server_version().is_some_and(|v| v.contains("MariaDB"));
-    cap::SESSION_TRACK | cap::LOCAL_FILES | if mariadb { cap::PS_MULTI_RESULTS } else { 0 }
+    cap::SESSION_TRACK | cap::LOCAL_FILES
+}
+
+/// Client capabilities a server of `version` does not act on, so that its connections serve
+/// clients with and without them alike: CLIENT_PS_MULTI_RESULTS for MariaDB (a prepared CALL
+/// needs only CLIENT_MULTI_RESULTS there). Per server, not per hostgroup: on MySQL a
+/// connection opened with it would hand a client without it results it cannot read.
+pub fn caps_ignored_by(version: &str) -> u32 {
+    if version.contains("MariaDB") {
+        weir_wire::cap::PS_MULTI_RESULTS
+    } else {
+        0
+    }
 }
 
 /// The capabilities of a client that a pooled connection must have been opened with to serve

@@ -499,7 +499,6 @@ impl Pool {
         let deadline = started + settings.connect_timeout_max;
         let mut attempts = 0u32;
         let mut last_err: Option<BackendError> = None;
-        let bucket = server::key_bucket(&login.key);
         // When this checkout started waiting for a connection of its key to come back.
         let mut affinity_since: Option<Instant> = None;
         let mut looked_before = false;
@@ -575,6 +574,7 @@ impl Pool {
                 }
             };
             let now = if at_once { started } else { Instant::now() };
+            let bucket = server.key_bucket(&login.key);
             let slot = Reserved::new(server.clone(), bucket);
             let idle = if reuse {
                 server.take_idle(login, settings.collation_portable)
@@ -827,7 +827,7 @@ async fn open_connection(
         capabilities: login.key.capabilities
             | login.session_capabilities()
             | if reuse {
-                weir_backend::adapted_caps()
+                weir_backend::adapted_caps() | server.ignored_caps()
             } else {
                 0
             },
@@ -838,6 +838,7 @@ async fn open_connection(
         Ok(conn) => Box::new(conn),
         Err(e) => return Opened::Failed(e),
     };
+    server.note_version(&conn.server_version);
     if let Some(sql) = &settings.init_connect {
         // Bounded as the connect is: a statement that blocks (a lock) must not hold the
         // checkout past every deadline.

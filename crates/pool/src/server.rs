@@ -174,6 +174,10 @@ pub struct ServerState {
     return_waiters: AtomicU32,
     /// Notified when a connection goes back to the idle list while statements wait for one.
     returned: tokio::sync::Notify,
+    /// Client capabilities the server does not act on (`weir_backend::caps_ignored_by` its
+    /// version, learned at each connect; none until the first): keys that differ only in
+    /// them share its connections.
+    ignored_caps: AtomicU32,
 }
 
 const KEY_BUCKETS: usize = 16;
@@ -186,14 +190,6 @@ impl Drop for ReturnWait<'_> {
         self.0.return_waiters.fetch_sub(1, Ordering::SeqCst);
         self.0.waiting.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// The [`ServerState::key_use`] counter a key is counted in.
-pub(crate) fn key_bucket(key: &PoolKey) -> usize {
-    use std::hash::BuildHasher;
-    // Computed at every checkout: a fast fixed hash (SipHash took ~180 instructions here),
-    // fixed so that every thread puts a key in the same bucket.
-    (foldhash::fast::FixedState::default().hash_one(key) % KEY_BUCKETS as u64) as usize
 }
 
 /// What [`ServerState::make_room`] did.
@@ -258,6 +254,7 @@ impl ServerState {
             any_user_full: AtomicBool::new(false),
             recent_errors: Mutex::new((0, 0)),
             key_use: Default::default(),
+            ignored_caps: AtomicU32::new(0),
             return_waiters: AtomicU32::new(0),
             returned: tokio::sync::Notify::new(),
         }
@@ -494,6 +491,41 @@ impl ServerState {
         }
     }
 
+    /// The [`ServerState::key_use`] counter `key` is counted in on this server.
+    pub(crate) fn key_bucket(&self, key: &PoolKey) -> usize {
+        use std::hash::BuildHasher;
+        // Computed at every checkout: a fast fixed hash (SipHash took ~180 instructions here),
+        // fixed so that every thread puts a key in the same bucket.
+        let capabilities = key.capabilities & !self.ignored_caps.load(Ordering::Relaxed);
+        let hash = foldhash::fast::FixedState::default().hash_one((
+            &*key.username,
+            capabilities,
+            key.mariadb_capabilities,
+        ));
+        (hash % KEY_BUCKETS as u64) as usize
+    }
+
+    /// Whether a connection pooled under `have` may serve a checkout of `want` here.
+    pub(crate) fn key_serves(&self, have: &PoolKey, want: &PoolKey) -> bool {
+        let ignored = self.ignored_caps.load(Ordering::Relaxed);
+        (have.capabilities ^ want.capabilities) & !ignored == 0
+            && have.mariadb_capabilities == want.mariadb_capabilities
+            && have.username == want.username
+    }
+
+    /// Client capabilities the server does not act on, which a pooled connection asks for.
+    pub(crate) fn ignored_caps(&self) -> u32 {
+        self.ignored_caps.load(Ordering::Relaxed)
+    }
+
+    /// A connection to the server announced `version`.
+    pub(crate) fn note_version(&self, version: &str) {
+        let ignored = weir_backend::caps_ignored_by(version);
+        if self.ignored_caps.load(Ordering::Relaxed) != ignored {
+            self.ignored_caps.store(ignored, Ordering::Relaxed);
+        }
+    }
+
     /// An idle connection for `login`'s key: one that starts in the login's collation and
     /// sql_mode if there is one, else one in its collation, else one whose charsets can be
     /// brought there (both `portable`). Each step down costs the session a `SET`, which is
@@ -513,7 +545,7 @@ impl ServerState {
             for k in 0..n {
                 let mut idle = self.idle[(own + k) % n].lock();
                 let found = idle.iter().rposition(|i| {
-                    i.key == login.key
+                    self.key_serves(&i.key, &login.key)
                         && match pass {
                             0 => {
                                 i.conn.collation == login.collation
@@ -616,7 +648,7 @@ impl ServerState {
         // As `take_idle` chooses.
         let usable = |i: &Idle| {
             reuse
-                && i.key == login.key
+                && self.key_serves(&i.key, &login.key)
                 && (i.conn.collation == login.collation
                     || (portable(login.collation) && portable(i.conn.collation)))
         };

@@ -145,3 +145,52 @@ async fn full_servers_hand_slots_to_waiters_in_order() {
     s.release_slot();
     s.release_slot();
 }
+
+/// CLIENT_PS_MULTI_RESULTS splits the pool of a MySQL server (a connection opened with it
+/// hands a prepared CALL's results to a client that cannot read them) but not of a MariaDB
+/// one, which does not act on it; until a connect tells which, it splits.
+#[test]
+fn ps_multi_results_splits_the_pool_by_the_servers_flavor() {
+    use weir_wire::cap;
+    let pool = Pool::default();
+    pool.apply_servers(&[
+        spec(0, "mysql", 1, ServerStatus::Online),
+        spec(0, "mariadb", 1, ServerStatus::Online),
+    ]);
+    let servers = pool.servers();
+    let (mysql, mariadb) = (&servers[0], &servers[1]);
+    let with = PoolKey {
+        username: "u".into(),
+        capabilities: cap::MULTI_RESULTS | cap::PS_MULTI_RESULTS,
+        mariadb_capabilities: 0,
+    };
+    let without = PoolKey {
+        capabilities: cap::MULTI_RESULTS,
+        ..with.clone()
+    };
+    let found_rows = PoolKey {
+        capabilities: with.capabilities | cap::FOUND_ROWS,
+        ..with.clone()
+    };
+    for s in [mysql, mariadb] {
+        assert!(!s.key_serves(&with, &without), "flavor unknown yet");
+        assert_eq!(s.ignored_caps(), 0);
+    }
+    mysql.note_version("8.0.36");
+    mariadb.note_version("5.5.5-10.11.6-MariaDB-0+deb12u1");
+    assert!(!mysql.key_serves(&with, &without));
+    assert!(!mysql.key_serves(&without, &with));
+    assert_eq!(mysql.ignored_caps(), 0);
+    assert!(mariadb.key_serves(&with, &without));
+    assert!(mariadb.key_serves(&without, &with));
+    assert_eq!(mariadb.key_bucket(&with), mariadb.key_bucket(&without));
+    assert_eq!(mariadb.ignored_caps(), cap::PS_MULTI_RESULTS);
+    // Other capabilities, and other users, still split it.
+    assert!(!mariadb.key_serves(&with, &found_rows));
+    let other_user = PoolKey {
+        username: "v".into(),
+        ..with.clone()
+    };
+    assert!(!mariadb.key_serves(&with, &other_user));
+    assert!(mariadb.key_serves(&with, &with.clone()));
+}
