@@ -167,6 +167,16 @@ pub struct BackendConn {
     /// weir's end of the connection (processlist's l_srv_host / l_srv_port); `None` for Unix
     /// sockets.
     pub local_addr: Option<std::net::SocketAddr>,
+    /// Counts the connection when it goes (the pool's closed connections), if set.
+    pub close_counter: Option<Arc<AtomicU64>>,
+}
+
+impl Drop for BackendConn {
+    fn drop(&mut self) {
+        if let Some(counter) = &self.close_counter {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 /// A result set read as text.
@@ -288,6 +298,7 @@ impl BackendConn {
             last_insert_id: 0,
             vars: weir_sql::SessionVars::default(),
             local_addr,
+            close_counter: None,
         };
         let (seq, greeting) = conn.read_packet().await?;
         if greeting.first() == Some(&0xff) {

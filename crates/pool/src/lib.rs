@@ -183,22 +183,47 @@ struct Topology {
     all: Vec<Arc<ServerState>>,
 }
 
-/// Connect counters over the pool's whole life: unlike the per-server ConnOK/ConnERR they
-/// survive `stats_mysql_connection_pool_reset` and servers leaving the configuration
-/// (stats_mysql_global's Server_Connections_created / _aborted).
+/// Counters over the pool's whole life: unlike the per-server ConnOK/ConnERR they survive
+/// `stats_mysql_connection_pool_reset` and servers leaving the configuration
+/// (stats_mysql_global's Server_Connections_*, MyHGM_myconnpoll_*, ConnPool_get_conn_*,
+/// Queries_backends_bytes_*). The per-server ones are added here when their server goes.
 #[derive(Debug, Default)]
-struct Totals {
+pub(crate) struct Totals {
     connects_ok: AtomicU64,
     connects_failed: AtomicU64,
+    pub(crate) idle_found: AtomicU64,
+    pub(crate) idle_found_other_worker: AtomicU64,
+    pub(crate) idle_missed: AtomicU64,
+    pub(crate) idle_returns: AtomicU64,
+    pub(crate) bytes_sent: AtomicU64,
+    pub(crate) bytes_recv: AtomicU64,
+    /// Connections the pool opened that are gone (`BackendConn::close_counter`).
+    pub(crate) closed: Arc<AtomicU64>,
 }
 
-/// A copy of the pool-wide totals.
+/// A copy of the pool-wide totals since start.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolTotals {
     /// Backend connections opened since start.
     pub connects_ok: u64,
     /// Backend connect attempts that failed since start.
     pub connects_failed: u64,
+    /// Looks for an idle connection (MyHGM_myconnpoll_get).
+    pub idle_looks: u64,
+    /// Looks that found one (MyHGM_myconnpoll_get_ok, ConnPool_get_conn_success).
+    pub idle_found: u64,
+    /// Of those, found among the connections of the checkout's own worker
+    /// (ConnPool_get_conn_immediate).
+    pub idle_found_own_worker: u64,
+    /// Connections put back on the idle list (MyHGM_myconnpoll_push).
+    pub idle_returns: u64,
+    /// Bytes sent to backends (Queries_backends_bytes_sent).
+    pub bytes_sent: u64,
+    /// Bytes received from backends (Queries_backends_bytes_recv).
+    pub bytes_recv: u64,
+    /// Connections opened that are closed now, whatever closed them
+    /// (MyHGM_myconnpoll_destroy).
+    pub closed: u64,
 }
 
 /// All hostgroups and their connections.
@@ -206,7 +231,10 @@ pub struct Pool {
     topology: ArcSwap<Topology>,
     settings: ArcSwap<PoolSettings>,
     changed: Arc<tokio::sync::Notify>,
-    totals: Totals,
+    totals: Arc<Totals>,
+    /// Servers taken out of the configuration whose connections are still in use: their
+    /// counters count in [`Pool::totals`] until they go (and are added to `totals`).
+    retiring: parking_lot::Mutex<Vec<std::sync::Weak<ServerState>>>,
 }
 
 impl Default for Pool {
@@ -349,7 +377,8 @@ impl Pool {
             topology: ArcSwap::from_pointee(Topology::default()),
             settings: ArcSwap::from_pointee(settings),
             changed: Arc::new(tokio::sync::Notify::new()),
-            totals: Totals::default(),
+            totals: Arc::default(),
+            retiring: parking_lot::Mutex::default(),
         }
     }
 
@@ -378,7 +407,11 @@ impl Pool {
                     s.update(spec.clone());
                     s
                 }
-                None => Arc::new(ServerState::new(spec.clone(), self.changed.clone())),
+                None => Arc::new(ServerState::new(
+                    spec.clone(),
+                    self.changed.clone(),
+                    self.totals.clone(),
+                )),
             };
             topo.hostgroups
                 .entry(spec.hostgroup)
@@ -386,9 +419,13 @@ impl Pool {
                 .push(state.clone());
             topo.all.push(state);
         }
+        let mut retiring = self.retiring.lock();
+        retiring.retain(|s| s.strong_count() > 0);
         for (_, gone) in by_key {
             gone.retire();
+            retiring.push(Arc::downgrade(&gone));
         }
+        drop(retiring);
         self.topology.store(Arc::new(topo));
         self.changed.notify_waiters();
     }
@@ -414,12 +451,39 @@ impl Pool {
             .collect()
     }
 
-    /// Connect counters since start, never reset.
+    /// Counters since start, never reset: those of servers gone included.
     pub fn totals(&self) -> PoolTotals {
-        PoolTotals {
-            connects_ok: self.totals.connects_ok.load(Ordering::Relaxed),
-            connects_failed: self.totals.connects_failed.load(Ordering::Relaxed),
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let t = &self.totals;
+        let mut out = PoolTotals {
+            connects_ok: get(&t.connects_ok),
+            connects_failed: get(&t.connects_failed),
+            idle_looks: get(&t.idle_found) + get(&t.idle_missed),
+            idle_found: get(&t.idle_found),
+            idle_found_own_worker: get(&t.idle_found)
+                .saturating_sub(get(&t.idle_found_other_worker)),
+            idle_returns: get(&t.idle_returns),
+            bytes_sent: get(&t.bytes_sent),
+            bytes_recv: get(&t.bytes_recv),
+            closed: get(&t.closed),
+        };
+        let retiring: Vec<_> = self
+            .retiring
+            .lock()
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        for s in self.topology.load().all.iter().chain(&retiring) {
+            let st = &s.stats;
+            let found = get(&st.idle_found);
+            out.idle_looks += found + get(&st.idle_missed);
+            out.idle_found += found;
+            out.idle_found_own_worker += found.saturating_sub(get(&st.idle_found_other_worker));
+            out.idle_returns += get(&st.idle_returns);
+            out.bytes_sent += get(&st.bytes_sent);
+            out.bytes_recv += get(&st.bytes_recv);
         }
+        out
     }
 
     /// Every server currently configured.
@@ -862,6 +926,8 @@ async fn open_connection(
             return Opened::InitFailed(e);
         }
     }
+    // Counted from here, as Server_Connections_created counts it.
+    conn.close_counter = Some(server.closed_counter());
     Opened::Ready(conn)
 }
 

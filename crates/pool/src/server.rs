@@ -90,6 +90,16 @@ pub struct ServerStats {
     pub bytes_recv: AtomicU64,
     /// Last ping time the monitor measured, µs.
     pub latency_us: AtomicU64,
+    /// Looks for an idle connection (one per checkout that may reuse one; a stale one found
+    /// makes it look again) that found one; never reset.
+    pub idle_found: AtomicU64,
+    /// Of those, found among the connections another worker than the checkout's keeps;
+    /// never reset.
+    pub idle_found_other_worker: AtomicU64,
+    /// Looks that found none; never reset.
+    pub idle_missed: AtomicU64,
+    /// Connections put back on the idle list; never reset.
+    pub idle_returns: AtomicU64,
 }
 
 /// A point-in-time copy of a server's state.
@@ -178,6 +188,24 @@ pub struct ServerState {
     /// version, learned at each connect; none until the first): keys that differ only in
     /// them share its connections.
     ignored_caps: AtomicU32,
+    /// The pool's counters since start, which this server's are added to when it goes (and
+    /// its reset ones when stats_mysql_connection_pool_reset zeroes them).
+    lifetime: Arc<crate::Totals>,
+}
+
+impl Drop for ServerState {
+    fn drop(&mut self) {
+        let (st, to) = (&self.stats, &self.lifetime);
+        let fold = |from: &AtomicU64, into: &AtomicU64| {
+            into.fetch_add(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        };
+        fold(&st.idle_found, &to.idle_found);
+        fold(&st.idle_found_other_worker, &to.idle_found_other_worker);
+        fold(&st.idle_missed, &to.idle_missed);
+        fold(&st.idle_returns, &to.idle_returns);
+        fold(&st.bytes_sent, &to.bytes_sent);
+        fold(&st.bytes_recv, &to.bytes_recv);
+    }
 }
 
 const KEY_BUCKETS: usize = 16;
@@ -230,7 +258,11 @@ impl std::fmt::Debug for ServerState {
 }
 
 impl ServerState {
-    pub(crate) fn new(spec: ServerSpec, changed: Arc<tokio::sync::Notify>) -> ServerState {
+    pub(crate) fn new(
+        spec: ServerSpec,
+        changed: Arc<tokio::sync::Notify>,
+        lifetime: Arc<crate::Totals>,
+    ) -> ServerState {
         let max = spec.max_connections;
         ServerState {
             endpoint: Endpoint::new(&spec.hostname, spec.port),
@@ -257,6 +289,7 @@ impl ServerState {
             ignored_caps: AtomicU32::new(0),
             return_waiters: AtomicU32::new(0),
             returned: tokio::sync::Notify::new(),
+            lifetime,
         }
     }
 
@@ -518,6 +551,11 @@ impl ServerState {
         self.ignored_caps.load(Ordering::Relaxed)
     }
 
+    /// What counts the pool's connections when they close.
+    pub(crate) fn closed_counter(&self) -> Arc<AtomicU64> {
+        self.lifetime.closed.clone()
+    }
+
     /// A connection to the server announced `version`.
     pub(crate) fn note_version(&self, version: &str) {
         let ignored = weir_backend::caps_ignored_by(version);
@@ -558,12 +596,19 @@ impl ServerState {
                 });
                 if let Some(pos) = found {
                     let item = idle.swap_remove(pos);
+                    drop(idle);
                     self.stats.conn_free.fetch_sub(1, Ordering::Relaxed);
-                    let _ = item.since;
+                    self.stats.idle_found.fetch_add(1, Ordering::Relaxed);
+                    if k != 0 {
+                        self.stats
+                            .idle_found_other_worker
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
                     return Some(item.conn);
                 }
             }
         }
+        self.stats.idle_missed.fetch_add(1, Ordering::Relaxed);
         None
     }
 
@@ -758,6 +803,7 @@ impl ServerState {
             since: Instant::now(),
         });
         self.stats.conn_free.fetch_add(1, Ordering::Relaxed);
+        self.stats.idle_returns.fetch_add(1, Ordering::Relaxed);
         if self.return_waiters.load(Ordering::SeqCst) > 0 {
             self.returned.notify_waiters();
         }
@@ -815,10 +861,17 @@ impl ServerState {
             conn_err: st.conn_err.swap(0, Ordering::Relaxed),
             max_conn_used: st.max_conn_used.swap(conn_used, Ordering::Relaxed),
             queries: st.queries.swap(0, Ordering::Relaxed),
-            bytes_sent: st.bytes_sent.swap(0, Ordering::Relaxed),
-            bytes_recv: st.bytes_recv.swap(0, Ordering::Relaxed),
+            bytes_sent: self.reset_into(&st.bytes_sent, &self.lifetime.bytes_sent),
+            bytes_recv: self.reset_into(&st.bytes_recv, &self.lifetime.bytes_recv),
             latency_us: st.latency_us.load(Ordering::Relaxed),
         }
+    }
+
+    /// Zeroes `counter`, adding what it held to the pool's count since start: its value.
+    fn reset_into(&self, counter: &AtomicU64, lifetime: &AtomicU64) -> u64 {
+        let v = counter.swap(0, Ordering::Relaxed);
+        lifetime.fetch_add(v, Ordering::Relaxed);
+        v
     }
 
     /// A point-in-time copy for stats tables.

@@ -722,6 +722,7 @@ impl Session {
     async fn init_db(&mut self, cmd: &Command) -> Result<(), ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         let db = String::from_utf8_lossy(cmd.payload().get(1..).unwrap_or_default()).into_owned();
+        GlobalStats::inc(&self.shared.stats.com_frontend_init_db);
         if self.acquire(seq).await?.is_none() {
             return Ok(());
         }

@@ -846,6 +846,7 @@ impl Session {
         {
             if let Some(want) = want {
                 let server = b.server().clone();
+                GlobalStats::inc(&self.shared.stats.com_backend_init_db);
                 match b.conn().init_db(&want).await {
                     Ok(()) => {}
                     Err(BackendError::Server(e)) => {

@@ -183,7 +183,9 @@ fn global_rows(
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
         .sum();
     let qc = shared.cache.stats();
-    let rows: [(&str, u64); 37] = [
+    let stmts = shared.statements.counts();
+    let count = |cmd| shared.commands.count(cmd);
+    let rows: [(&str, u64); 57] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("MySQL_Thread_Workers", weir_pool::worker::count() as u64),
         (
@@ -239,6 +241,28 @@ fn global_rows(
             get(&st.com_frontend_stmt_execute),
         ),
         ("Com_frontend_stmt_close", get(&st.com_frontend_stmt_close)),
+        ("Com_frontend_init_db", get(&st.com_frontend_init_db)),
+        ("Com_frontend_use_db", count(weir_sql::SqlCommand::Use)),
+        ("Com_backend_init_db", get(&st.com_backend_init_db)),
+        ("Com_autocommit", get(&st.com_autocommit)),
+        ("Com_commit", count(weir_sql::SqlCommand::Commit)),
+        ("Com_rollback", count(weir_sql::SqlCommand::Rollback)),
+        ("Stmt_Client_Active_Total", stmts.client_total),
+        ("Stmt_Client_Active_Unique", stmts.client_unique),
+        ("Stmt_Max_Stmt_id", stmts.max_id),
+        ("Stmt_Cached", stmts.cached),
+        ("ConnPool_get_conn_immediate", totals.idle_found_own_worker),
+        ("ConnPool_get_conn_success", totals.idle_found),
+        (
+            "ConnPool_get_conn_failure",
+            totals.idle_looks.saturating_sub(totals.idle_found),
+        ),
+        ("MyHGM_myconnpoll_get", totals.idle_looks),
+        ("MyHGM_myconnpoll_get_ok", totals.idle_found),
+        ("MyHGM_myconnpoll_push", totals.idle_returns),
+        ("MyHGM_myconnpoll_destroy", totals.closed),
+        ("Queries_backends_bytes_sent", totals.bytes_sent),
+        ("Queries_backends_bytes_recv", totals.bytes_recv),
         ("Questions", get(&st.questions)),
         (
             "mysql_killed_backend_queries",
@@ -252,6 +276,7 @@ fn global_rows(
         ("Query_retries", get(&st.query_retries)),
         ("Pipelined_statements", get(&st.pipelined_statements)),
         ("Query_timeouts", get(&st.query_timeouts)),
+        ("Backend_state_syncs", get(&st.backend_state_syncs)),
         ("Slow_queries", get(&st.slow_queries)),
         ("Query_Cache_Memory_bytes", qc.memory_bytes),
         ("Query_Cache_count_GET", qc.count_get),

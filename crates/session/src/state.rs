@@ -109,7 +109,21 @@ impl Session {
         fx.hold_next = scan.calc_found_rows;
         fx.unlock_tables = scan.unlock_tables;
         if scan.kind == StatementKind::Set && scan.statements == 1 {
-            match weir_sql::parse_set(text) {
+            let parsed = weir_sql::parse_set(text);
+            if let SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) = &parsed {
+                if a.iter().any(|a| {
+                    matches!(
+                        a.slot,
+                        weir_sql::Slot::System {
+                            key: "autocommit",
+                            ..
+                        }
+                    )
+                }) {
+                    crate::stats::GlobalStats::inc(&self.shared.stats.com_autocommit);
+                }
+            }
+            match parsed {
                 SetEffect::Tracked(a) => {
                     pins &= !(Pin::SET | Pin::USER_VARIABLE);
                     fx.set = Some(a);
@@ -308,6 +322,7 @@ impl Session {
             let Some(b) = self.backend.as_mut() else {
                 return Ok(SyncOutcome::Retry);
             };
+            crate::stats::GlobalStats::inc(&self.shared.stats.backend_state_syncs);
             match b.conn().query(sql).await {
                 Ok(_) => {}
                 Err(BackendError::Server(e)) => {

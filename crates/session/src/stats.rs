@@ -55,6 +55,15 @@ pub struct GlobalStats {
     pub access_denied_max_connections: AtomicU64,
     /// Logins refused by the user's max_connections (Access_Denied_Max_User_Connections).
     pub access_denied_max_user_connections: AtomicU64,
+    /// COM_INIT_DB received from clients (Com_frontend_init_db).
+    pub com_frontend_init_db: AtomicU64,
+    /// COM_INIT_DB weir sent to bring a connection to a client's schema (Com_backend_init_db).
+    pub com_backend_init_db: AtomicU64,
+    /// SETs weir sent to bring a connection to a client's session variables (weir's own
+    /// Backend_state_syncs; ProxySQL counts some of them as Com_backend_set_names).
+    pub backend_state_syncs: AtomicU64,
+    /// SET statements from clients that assign autocommit (Com_autocommit).
+    pub com_autocommit: AtomicU64,
 }
 
 impl Default for GlobalStats {
@@ -83,6 +92,10 @@ impl Default for GlobalStats {
             access_denied_wrong_password: AtomicU64::new(0),
             access_denied_max_connections: AtomicU64::new(0),
             access_denied_max_user_connections: AtomicU64::new(0),
+            com_frontend_init_db: AtomicU64::new(0),
+            com_backend_init_db: AtomicU64::new(0),
+            backend_state_syncs: AtomicU64::new(0),
+            com_autocommit: AtomicU64::new(0),
         }
     }
 }

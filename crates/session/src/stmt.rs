@@ -120,6 +120,37 @@ impl StmtRegistry {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// For stats_mysql_global's Stmt_* rows.
+    pub fn counts(&self) -> StmtCounts {
+        let map = self.by_key.lock();
+        let mut out = StmtCounts {
+            cached: map.len() as u64,
+            max_id: self.next_id.load(Ordering::Relaxed),
+            ..StmtCounts::default()
+        };
+        for g in map.values() {
+            // The registry's own reference aside, each is a client's statement (or a
+            // statement a session is preparing or executing right now).
+            let held = Arc::strong_count(g).saturating_sub(1) as u64;
+            out.client_total += held;
+            out.client_unique += u64::from(held > 0);
+        }
+        out
+    }
+}
+
+/// What the statement registry holds.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct StmtCounts {
+    /// Statements known (Stmt_Cached).
+    pub cached: u64,
+    /// The highest id given to one (Stmt_Max_Stmt_id).
+    pub max_id: u64,
+    /// Of the known statements, those some client holds (Stmt_Client_Active_Unique).
+    pub client_unique: u64,
+    /// Client statements open across sessions (Stmt_Client_Active_Total).
+    pub client_total: u64,
 }
 
 /// COM_STMT_EXECUTE flags asking for a cursor.

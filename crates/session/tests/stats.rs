@@ -233,3 +233,108 @@ async fn stats_follow_real_traffic() {
     drop(b.disconnect().await);
     until(&shared, "clients gone", |s| s.processlist.is_empty()).await;
 }
+
+/// stats_mysql_global's pool, statement and command rows against real traffic, on a weir of
+/// its own (one backend connection: each step waits for it to be back in the pool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_statement_and_command_counters_follow_real_traffic() {
+    tokio::task::spawn_blocking(|| {
+        topology();
+    })
+    .await
+    .unwrap();
+    let (shared, port) = start().await;
+    // Every connection back in the pool, and the session done with its statement.
+    let settled = |s: &Snapshot| {
+        s.connection_pool[0].conn_used == 0 && s.processlist.iter().all(|p| p.command == "Sleep")
+    };
+    let mut a = connect(port).await;
+    until(&shared, "a's login checked", settled).await;
+    let mut b = connect(port).await;
+    until(&shared, "b's login checked", settled).await;
+    a.query_drop("USE mysql").await.unwrap();
+    until(&shared, "USE", settled).await;
+    // The only connection is in a's schema: it is brought back to b's.
+    b.query_drop("SELECT 1").await.unwrap();
+    until(&shared, "b's SELECT", settled).await;
+    // And to a's again.
+    a.query_drop("SET autocommit = 1").await.unwrap();
+    until(&shared, "SET", settled).await;
+    a.query_drop("COMMIT").await.unwrap();
+    a.query_drop("ROLLBACK").await.unwrap();
+    a.query_drop("USE weirtest").await.unwrap();
+    until(&shared, "USE back", settled).await;
+    let text = "SELECT ? + 1 /* stmt counters */";
+    let sa = a.prep(text).await.unwrap();
+    let sb = b.prep(text).await.unwrap();
+    let s = until(&shared, "both prepared", |s| {
+        settled(s) && global(s, "Stmt_Client_Active_Total") == 2
+    })
+    .await;
+    assert_eq!(global(&s, "Stmt_Cached"), 1);
+    assert_eq!(global(&s, "Stmt_Client_Active_Unique"), 1);
+    assert_eq!(global(&s, "Stmt_Max_Stmt_id"), 1);
+    assert_eq!(global(&s, "Com_frontend_use_db"), 2);
+    assert_eq!(global(&s, "Com_backend_init_db"), 2);
+    assert_eq!(global(&s, "Com_autocommit"), 1);
+    assert_eq!(global(&s, "Com_commit"), 1);
+    assert_eq!(global(&s, "Com_rollback"), 1);
+    assert_eq!(global(&s, "Com_frontend_init_db"), 0);
+    // One connection: opened at the first look, found at every other, back after each.
+    assert_eq!(global(&s, "Server_Connections_created"), 1);
+    assert_eq!(global(&s, "MyHGM_myconnpoll_destroy"), 0);
+    assert_eq!(global(&s, "ConnPool_get_conn_failure"), 1);
+    let looks = global(&s, "MyHGM_myconnpoll_get");
+    assert!(looks >= 6, "{looks}");
+    assert_eq!(global(&s, "MyHGM_myconnpoll_get_ok"), looks - 1);
+    assert_eq!(global(&s, "ConnPool_get_conn_success"), looks - 1);
+    assert!(global(&s, "ConnPool_get_conn_immediate") < looks);
+    assert_eq!(global(&s, "MyHGM_myconnpoll_push"), looks);
+    let pool = &s.connection_pool[0];
+    assert_eq!(global(&s, "Queries_backends_bytes_sent"), pool.bytes_sent);
+    assert_eq!(global(&s, "Queries_backends_bytes_recv"), pool.bytes_recv);
+    assert!(pool.bytes_sent > 0 && pool.bytes_recv > 0);
+
+    // stats_mysql_connection_pool_reset zeroes the server's bytes, not the totals since start.
+    let taken = stats_snapshot_reset(&shared, true, false, false);
+    assert_eq!(taken.connection_pool[0].bytes_sent, pool.bytes_sent);
+    let after = stats_snapshot(&shared);
+    assert_eq!(after.connection_pool[0].bytes_sent, 0);
+    assert_eq!(
+        global(&after, "Queries_backends_bytes_sent"),
+        pool.bytes_sent
+    );
+    assert_eq!(
+        global(&after, "Queries_backends_bytes_recv"),
+        pool.bytes_recv
+    );
+
+    a.close(sa).await.unwrap();
+    let s = until(&shared, "a's statement closed", |s| {
+        global(s, "Stmt_Client_Active_Total") == 1
+    })
+    .await;
+    assert_eq!(global(&s, "Stmt_Client_Active_Unique"), 1);
+    assert_eq!(global(&s, "Stmt_Cached"), 1);
+    b.close(sb).await.unwrap();
+    until(&shared, "b's statement closed", |s| {
+        global(s, "Stmt_Client_Active_Total") == 0 && global(s, "Stmt_Client_Active_Unique") == 0
+    })
+    .await;
+
+    // Closing the connection counts it destroyed: the server goes from the configuration,
+    // which closes its idle connections.
+    drop(a.disconnect().await);
+    drop(b.disconnect().await);
+    until(&shared, "clients gone", |s| s.processlist.is_empty()).await;
+    shared.pool.apply_servers(&[]);
+    let s = until(&shared, "the connection closed", |s| {
+        global(s, "MyHGM_myconnpoll_destroy") == 1
+    })
+    .await;
+    // The counters of the server gone are kept.
+    assert!(s.connection_pool.is_empty());
+    assert!(global(&s, "MyHGM_myconnpoll_get") >= looks);
+    assert!(global(&s, "Queries_backends_bytes_sent") >= pool.bytes_sent);
+    assert_eq!(global(&s, "Server_Connections_created"), 1);
+}

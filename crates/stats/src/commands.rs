@@ -101,6 +101,15 @@ impl CommandCounters {
         row.buckets[bucket(us)].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// How many statements of `cmd` were counted.
+    pub fn count(&self, cmd: SqlCommand) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|shard| shard.rows.get(cmd.index()))
+            .map(|row| row.count.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// One row per command, in [`SqlCommand::ALL`] order, commands never seen included.
     pub fn snapshot(&self) -> Vec<CommandRow> {
         SqlCommand::ALL
