@@ -886,6 +886,36 @@ async fn another_clients_warnings_and_errors_are_never_shown() {
     );
 }
 
+/// The `SHOW WARNINGS` weir answers itself (the client's last statement failed; another
+/// client ran on the connection since) describes its columns in the client's
+/// character_set_results, as the server does: packet for packet the server's reply.
+#[test]
+fn show_warnings_after_an_error_is_described_in_the_results_charset() {
+    use common::raw::RawClient;
+    let run = |port: u16, names: &str| {
+        let (mut c, p) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        let (mut other, _) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        c.query(names);
+        let failed = c.query("SELECT * FROM no_such_table_sw");
+        assert_eq!(common::raw::err_code(&failed[0]), Some(1146));
+        // Through weir the connection now serves another client first.
+        other.query("SELECT 1");
+        c.query("SHOW WARNINGS")
+    };
+    let w = start_with_max(1, "");
+    for names in [
+        "SET NAMES latin1",
+        "SET NAMES utf8mb4 COLLATE utf8mb4_bin",
+        "SET character_set_results = utf8mb3",
+        "SET NAMES utf8mb4",
+    ] {
+        let direct = run(topo().primary.port, names);
+        let through_weir = run(w.port, names);
+        assert_eq!(through_weir, direct, "{names}");
+    }
+}
+
 /// ROW_COUNT() reads the client's own last statement, not whatever last ran on the connection
 /// it gets: weir answers it from the reply it relayed (affected rows of an OK, -1 after rows or
 /// an error). One backend connection, so every other client's statement runs in between on it.

@@ -651,14 +651,21 @@ impl Session {
                 set.finish(status);
             }
             None => {
-                // As the server describes them (utf8mb4 texts: 4 bytes a character): a
-                // driver reads Code as a number.
+                // As the server describes them: texts in character_set_results (their
+                // length in its bytes a character); a driver reads Code as a number.
+                let results = self
+                    .vars
+                    .results_collation(self.login.collation)
+                    .unwrap_or(u32::from(self.login.collation));
+                let bytes_per_char = weir_sql::max_bytes_per_char(results);
                 let text = |name, chars: u32| weir_wire::msg::ColumnSpec {
                     name,
                     col_type: weir_wire::coltype::VAR_STRING,
-                    charset: u16::from(self.login.collation),
-                    length: chars * 4,
+                    charset: u16::try_from(results).unwrap_or(u16::from(self.login.collation)),
+                    length: chars * bytes_per_char,
                     flags: 1,
+                    named_column: false,
+                    decimals: 39,
                 };
                 let cols = [
                     text("Level", 7),
@@ -668,6 +675,8 @@ impl Session {
                         charset: 63,
                         length: 4,
                         flags: 161,
+                        named_column: false,
+                        decimals: 0,
                     },
                     text("Message", 512),
                 ];

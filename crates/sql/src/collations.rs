@@ -336,6 +336,40 @@ pub fn collation_by_id(id: u32) -> Option<(&'static str, &'static str)> {
     COLLATIONS.get(i).map(|c| (c.2, c.1))
 }
 
+/// The id of a collation by name (ASCII case-insensitive).
+pub(crate) fn collation_id(name: &str) -> Option<u32> {
+    COLLATIONS
+        .iter()
+        .find(|c| c.1.eq_ignore_ascii_case(name))
+        .map(|c| c.0)
+}
+
+/// The id of a charset's default collation; `utf8` is MariaDB 10.11's alias of `utf8mb3`.
+pub(crate) fn default_collation_id(charset: &str) -> Option<u32> {
+    let charset = if charset.eq_ignore_ascii_case("utf8") {
+        "utf8mb3"
+    } else {
+        charset
+    };
+    COLLATIONS
+        .iter()
+        .find(|c| c.3 && c.2.eq_ignore_ascii_case(charset))
+        .map(|c| c.0)
+}
+
+/// The most bytes a character of the charset of collation `id` takes (1 when unknown).
+pub fn max_bytes_per_char(id: u32) -> u32 {
+    let Some((charset, _)) = collation_by_id(id) else {
+        return 1;
+    };
+    match charset {
+        "utf8mb4" | "utf16" | "utf16le" | "utf32" | "gb18030" => 4,
+        "utf8mb3" | "ujis" | "eucjpms" => 3,
+        "big5" | "sjis" | "euckr" | "gb2312" | "gbk" | "ucs2" | "cp932" => 2,
+        _ => 1,
+    }
+}
+
 /// Whether a collation id is its charset's default collation (false when unknown).
 pub(crate) fn is_default_collation(id: u32) -> bool {
     COLLATIONS
@@ -362,6 +396,19 @@ mod tests {
         assert_eq!(collation_by_id(17), None);
         assert_eq!(collation_by_id(255), None);
         assert!(is_default_collation(45));
+        assert_eq!(collation_id("UTF8MB4_BIN"), Some(46));
+        assert_eq!(default_collation_id("latin1"), Some(8));
+        assert_eq!(default_collation_id("utf8"), Some(33));
+        assert_eq!(default_collation_id("nope"), None);
+        assert_eq!(
+            (
+                max_bytes_per_char(45),
+                max_bytes_per_char(33),
+                max_bytes_per_char(8)
+            ),
+            (4, 3, 1)
+        );
+        assert_eq!(max_bytes_per_char(255), 1);
         assert!(!is_default_collation(46));
         assert!(is_default_collation(63));
         assert!(!is_default_collation(255));

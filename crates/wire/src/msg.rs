@@ -211,6 +211,12 @@ pub struct ColumnSpec<'a> {
     pub length: u32,
     /// Column flags (NOT_NULL 1, BINARY 128, UNSIGNED 32...).
     pub flags: u16,
+    /// Whether `name` is also the original column name (a table's column, or weir's own
+    /// tables); false for what the server computes (an expression, `SHOW WARNINGS`), whose
+    /// definition has an empty org_name.
+    pub named_column: bool,
+    /// Decimals byte (39, NOT_FIXED_DEC, for the server's computed strings).
+    pub decimals: u8,
 }
 
 impl<'a> ColumnSpec<'a> {
@@ -222,6 +228,8 @@ impl<'a> ColumnSpec<'a> {
             charset: 33,
             length: 1024,
             flags: 0,
+            named_column: true,
+            decimals: 0,
         }
     }
 
@@ -233,6 +241,8 @@ impl<'a> ColumnSpec<'a> {
             charset: 63,
             length: 21,
             flags: 1 | 32 | 128,
+            named_column: true,
+            decimals: 0,
         }
     }
 
@@ -244,6 +254,8 @@ impl<'a> ColumnSpec<'a> {
             charset: 63,
             length: 21,
             flags: 1 | 128,
+            named_column: true,
+            decimals: 0,
         }
     }
 }
@@ -295,7 +307,14 @@ impl<'a> TextResultSet<'a> {
             put_lenenc_bytes(out, b"");
             put_lenenc_bytes(out, b"");
             put_lenenc_bytes(out, c.name.as_bytes());
-            put_lenenc_bytes(out, c.name.as_bytes());
+            put_lenenc_bytes(
+                out,
+                if c.named_column {
+                    c.name.as_bytes()
+                } else {
+                    b""
+                },
+            );
             if mariadb_caps & crate::mariadb_cap::EXTENDED_METADATA != 0 {
                 put_lenenc_bytes(out, b"");
             }
@@ -304,7 +323,7 @@ impl<'a> TextResultSet<'a> {
             out.put_u32_le(c.length);
             out.put_u8(c.col_type);
             out.put_u16_le(c.flags);
-            out.put_u8(0);
+            out.put_u8(c.decimals);
             out.put_u16_le(0);
             finish_packet(out, start);
             seq = seq.wrapping_add(1);

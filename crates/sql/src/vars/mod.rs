@@ -184,6 +184,30 @@ impl SessionVars {
         }
     }
 
+    /// The collation the server describes text result columns with in this session, on a
+    /// connection that logged in with `handshake`: the handshake's, the one `SET NAMES ...
+    /// COLLATE` gave, or the default one of the charset `character_set_results` was set to.
+    /// `None` when weir cannot tell (`NULL`, `DEFAULT`, a name it does not know).
+    pub fn results_collation(&self, handshake: u8) -> Option<u32> {
+        fn unquote(s: &str) -> &str {
+            s.trim().trim_matches(|c| c == '\'' || c == '"' || c == '`')
+        }
+        match self.system_value(RESULTS_KEY) {
+            None => collation_by_id(u32::from(handshake)).map(|_| u32::from(handshake)),
+            Some(s) if s.name == NAMES => {
+                let (charset, collation) = match s.value.split_once(" COLLATE ") {
+                    Some((cs, coll)) => (cs, Some(coll)),
+                    None => (&*s.value, None),
+                };
+                match collation {
+                    Some(c) => crate::collations::collation_id(unquote(c)),
+                    None => crate::collations::default_collation_id(unquote(charset)),
+                }
+            }
+            Some(s) => crate::collations::default_collation_id(unquote(&s.value)),
+        }
+    }
+
     /// The value text of a system slot, if set.
     pub fn system(&self, key: &str) -> Option<&str> {
         self.system_value(key).map(|s| &*s.value)

@@ -612,3 +612,43 @@ fn a_connection_with_another_ignore_space_start_gets_the_clients_sql_mode() {
         ansi.parse_context_from(45, false)
     );
 }
+
+/// The collation result columns are described with, as the server picks it.
+#[test]
+fn results_collation_follows_the_charset_statements() {
+    let id = |statements: &[&str], handshake| state(statements).results_collation(handshake);
+    assert_eq!(id(&[], 45), Some(45));
+    assert_eq!(id(&[], 224), Some(224));
+    assert_eq!(id(&[], 255), None);
+    assert_eq!(id(&["SET NAMES latin1"], 45), Some(8));
+    assert_eq!(id(&["SET NAMES 'utf8'"], 45), Some(33));
+    assert_eq!(id(&["SET NAMES utf8mb4 COLLATE utf8mb4_bin"], 8), Some(46));
+    assert_eq!(
+        id(&["SET NAMES 'latin1' COLLATE 'latin1_bin'"], 45),
+        Some(47)
+    );
+    assert_eq!(id(&["SET character_set_results = cp1251"], 45), Some(51));
+    assert_eq!(id(&["SET CHARACTER SET koi8r"], 45), Some(7));
+    assert_eq!(
+        id(
+            &["SET NAMES latin1", "SET character_set_results = utf8mb4"],
+            8
+        ),
+        Some(45)
+    );
+    assert_eq!(id(&["SET character_set_results = NULL"], 45), None);
+    // The test model's reading agrees.
+    for statements in [
+        &["SET NAMES latin1"][..],
+        &["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"],
+        &["SET character_set_results = greek"],
+    ] {
+        let vars = state(statements);
+        let id = vars.results_collation(45).unwrap();
+        assert_eq!(
+            collation_by_id(id).unwrap().1,
+            results_collation(&vars, 45),
+            "{statements:?}"
+        );
+    }
+}
