@@ -271,6 +271,102 @@ async fn what_is_never_cached() {
     assert_eq!(sets(&w), 1);
 }
 
+/// Statements whose reply must come from a run of their own: sequence functions (each call
+/// advances the sequence), reads of the session's warning and error counts, and a SELECT a
+/// rule rewrites into something else (what runs is what must be cacheable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequences_session_counts_and_rewrites_are_never_cached() {
+    on_primary(
+        "CREATE OR REPLACE SEQUENCE weirtest.cache_seq; \
+         CREATE OR REPLACE TABLE weirtest.cache_rw (v INT)",
+    );
+    let w = weir_caching("cache_me_too", 60_000);
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, replace_pattern, \
+         cache_ttl, apply) VALUES (2, 1, '^SELECT 77 /\\* cache_rw \\*/$', \
+         'INSERT INTO cache_rw (v) VALUES (77)', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
+    );
+    let mut c = connect(&w).await;
+    let sets = |w: &WeirProcess| cache_stats(w)["count_SET"];
+    let mut seen = Vec::new();
+    for q in [
+        "SELECT NEXTVAL(cache_seq) /* cache_me_too */",
+        "SELECT NEXTVAL(cache_seq) /* cache_me_too */",
+        "SELECT NEXT VALUE FOR cache_seq /* cache_me_too */",
+    ] {
+        let v: i64 = c.query_first(q).await.unwrap().unwrap();
+        seen.push(v);
+    }
+    assert!(seen.windows(2).all(|p| p[1] > p[0]), "{seen:?}");
+    for q in [
+        "SELECT @@warning_count /* cache_me_too */",
+        "SELECT @@session.error_count + 0 /* cache_me_too */",
+    ] {
+        c.query_drop(q).await.unwrap();
+        c.query_drop(q).await.unwrap();
+    }
+    assert_eq!(sets(&w), 0, "sequences and session counts");
+    for _ in 0..3 {
+        c.query_drop("SELECT 77 /* cache_rw */").await.unwrap();
+    }
+    let rows: u64 = c
+        .query_first("SELECT COUNT(*) FROM cache_rw")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows, 3, "every rewritten INSERT ran");
+    assert_eq!(sets(&w), 0, "a rewrite into an INSERT");
+}
+
+/// A statement an application keeps prepared follows the rules loaded after its prepare:
+/// a cache rule removed stops caching it, and a rule sending it elsewhere routes its next
+/// execution there (LOAD MYSQL QUERY RULES TO RUNTIME, no new prepare).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_follow_rules_loaded_after_their_prepare() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_reload (id INT PRIMARY KEY, v INT); \
+         INSERT INTO weirtest.cache_reload VALUES (1, 6)",
+    );
+    let w = weir_caching("^SELECT v FROM cache_reload", 600_000);
+    let mut c = connect(&w).await;
+    let stmt = c
+        .prep("SELECT v FROM cache_reload WHERE id = ?")
+        .await
+        .unwrap();
+    let v: i32 = c.exec_first(&stmt, (1,)).await.unwrap().unwrap();
+    assert_eq!(v, 6);
+    on_primary("UPDATE weirtest.cache_reload SET v = 106 WHERE id = 1");
+    let v: i32 = c.exec_first(&stmt, (1,)).await.unwrap().unwrap();
+    assert_eq!(v, 6, "cached");
+    admin(
+        &w,
+        "UPDATE mysql_query_rules SET cache_ttl = NULL WHERE rule_id = 1; \
+         LOAD MYSQL QUERY RULES TO RUNTIME; PROXYSQL FLUSH QUERY CACHE",
+    );
+    let sets = cache_stats(&w)["count_SET"];
+    for _ in 0..2 {
+        let v: i32 = c.exec_first(&stmt, (1,)).await.unwrap().unwrap();
+        assert_eq!(v, 106, "no longer cached");
+    }
+    assert_eq!(cache_stats(&w)["count_SET"], sets, "nothing stored again");
+    // Routing: the same statement's executions go where the new rules send them.
+    let who = c.prep("SELECT @@server_id /* route_me */").await.unwrap();
+    let primary: u32 = c.exec_first(&who, ()).await.unwrap().unwrap();
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, \
+         apply) VALUES (2, 1, 'route_me', 1, 1); LOAD MYSQL QUERY RULES TO RUNTIME",
+    );
+    let replica: u32 = c.exec_first(&who, ()).await.unwrap().unwrap();
+    assert_ne!(replica, primary, "sent to a replica (hostgroup 1)");
+    let replica_ids: Vec<u32> = topo().replicas.iter().map(|r| r.server_id).collect();
+    assert!(
+        replica_ids.contains(&replica),
+        "{replica} in {replica_ids:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_are_cached_by_parameters() {
     on_primary(
@@ -536,10 +632,12 @@ async fn hits_are_byte_identical_for_either_eof_style() {
     assert_eq!(replies["classic"].len(), replies["deprecate_eof"].len() + 1);
 }
 
-/// A hit counts as a statement for mysql-auto_increment_delay_multiplex: the connection an
-/// insert left with the session goes back to the pool after that many statements, hits or not.
+/// A hit is the session's last statement: the connection an insert left with the session
+/// (mysql-auto_increment_delay_multiplex) goes back to the pool, since what it holds of the
+/// insert (ROW_COUNT(), warnings) is no longer what the client's next statement must read;
+/// LAST_INSERT_ID() is still the insert's, brought to whichever connection reads it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hits_count_against_the_auto_increment_affinity() {
+async fn a_hit_lets_the_auto_increment_affinity_go() {
     on_primary(
         "CREATE OR REPLACE TABLE weirtest.cache_ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
          INSERT INTO weirtest.cache_ai (v) VALUES (7)",
@@ -566,18 +664,96 @@ async fn hits_count_against_the_auto_increment_affinity() {
     c.query_drop("INSERT INTO cache_ai (v) VALUES (8)")
         .await
         .unwrap();
+    let id: u64 = c
+        .query_first("SELECT MAX(id) FROM cache_ai")
+        .await
+        .unwrap()
+        .unwrap();
+    c.query_drop("INSERT INTO cache_ai (v) VALUES (9)")
+        .await
+        .unwrap();
     assert_eq!(
         used(&w),
         1,
         "the insert's connection stays with the session"
     );
     assert_eq!(one_string(&mut c, q).await, "7");
-    assert_eq!(used(&w), 1, "one statement of the two");
-    assert_eq!(one_string(&mut c, q).await, "7");
-    assert_eq!(
-        used(&w),
-        0,
-        "two statements after the insert: back in the pool"
+    assert_eq!(used(&w), 0, "the hit let it go");
+    // Another client's insert on that connection meanwhile.
+    primer
+        .query_drop("INSERT INTO cache_ai (v) VALUES (10)")
+        .await
+        .unwrap();
+    let last: u64 = c
+        .query_first("SELECT LAST_INSERT_ID()")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(last, id + 1, "the client's own insert");
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 1);
+}
+
+/// What a statement reads of the one before (ROW_COUNT(), FOUND_ROWS(), warnings and errors)
+/// after a cache hit, or after a SELECT whose connection went back to the pool: packet for
+/// packet what the server answers when the statement before really ran. These lone reads
+/// are answered by weir; inside larger statements they read the connection they land on
+/// (documented).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_hit_leaves_is_what_the_server_would_leave() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_prev (id INT PRIMARY KEY); \
+         INSERT INTO weirtest.cache_prev VALUES (1), (2), (3), (4); \
+         CREATE OR REPLACE TABLE weirtest.cache_prev_ai \
+         (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
     );
-    assert_eq!(cache_stats(&w)["count_GET_OK"], 2);
+    let w = weir_caching("cache_hit_me", 60_000);
+    let hit = "SELECT id FROM cache_prev /* cache_hit_me */";
+    let insert = "INSERT INTO cache_prev_ai (v) VALUES (1)";
+    let warn = "INSERT IGNORE INTO cache_prev_ai (v) VALUES ('1x')";
+    let fail = "SELECT * FROM cache_prev_nosuch";
+    let cases: [&[&str]; 8] = [
+        &[insert, hit, "SELECT ROW_COUNT()"],
+        &[insert, hit, "SELECT FOUND_ROWS()"],
+        &[warn, hit, "SHOW WARNINGS"],
+        &[warn, hit, "SELECT @@warning_count"],
+        &[fail, hit, "SELECT @@session.error_count AS e"],
+        // No hit: a SELECT whose connection went back to the pool.
+        &[
+            "SELECT id FROM cache_prev WHERE id > 1",
+            "SELECT FOUND_ROWS()",
+        ],
+        // Statements that read no table leave the diagnostics of the one before.
+        &[fail, "SELECT ROW_COUNT()", "SHOW WARNINGS"],
+        &[
+            fail,
+            "SELECT @@warning_count",
+            "SELECT @@error_count",
+            "SHOW ERRORS",
+        ],
+    ];
+    let run = |port: u16, case: &[&str]| {
+        let (mut c, p) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+        let mut replies = Vec::new();
+        for sql in case {
+            replies.push(c.query(sql));
+        }
+        replies
+    };
+    // Fill the cache.
+    run(w.port, &[hit]);
+    let hits_before = cache_stats(&w)["count_GET_OK"];
+    for case in cases {
+        let direct = run(topo().primary.port, case);
+        let through_weir = run(w.port, case);
+        // The first statement (an auto-increment id, an error) and the hit may differ in
+        // nothing that matters here; what follows must be the server's, byte for byte.
+        let k = case.iter().position(|s| *s == hit).map_or(1, |i| i + 1);
+        assert_eq!(through_weir[k..], direct[k..], "{case:?}");
+    }
+    assert_eq!(
+        cache_stats(&w)["count_GET_OK"] - hits_before,
+        5,
+        "every case's hit was one"
+    );
 }

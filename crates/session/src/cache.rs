@@ -78,6 +78,8 @@ pub(crate) fn cacheable_statement(scan: &QueryScan) -> bool {
         && !scan.reads_last_insert_id
         && !scan.reads_previous_result
         && !scan.calc_found_rows
+        // NEXTVAL() and the like: each run must reach the server.
+        && !scan.sequence_write
 }
 
 fn push_field(key: &mut Vec<u8>, field: &[u8]) {
@@ -160,11 +162,14 @@ impl Session {
         {
             Ok(r) => {
                 if self.backend.is_some() {
-                    // A hit is a statement too: it counts against the auto-increment
-                    // affinity (mysql-auto_increment_delay_multiplex), which would otherwise
-                    // hold the connection through any number of hits.
-                    self.keep_for = self.keep_for.saturating_sub(1);
-                    self.release();
+                    // A hit is the client's last statement now: a connection kept for what
+                    // the one before left there (LAST_INSERT_ID(), ROW_COUNT(), warnings)
+                    // would answer for that one. It goes back (cache_usable: nothing ties
+                    // it); what a hit leaves is known to weir (no warnings, -1 changed rows,
+                    // its rows found) and LAST_INSERT_ID() is brought to any connection.
+                    self.keep_for = 0;
+                    self.keep_until = None;
+                    self.give_back();
                 }
                 self.client.flush_wbuf().await?;
                 self.cache_hit = true;

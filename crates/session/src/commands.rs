@@ -27,6 +27,13 @@ impl Session {
             // an execution), but for those the server leaves the diagnostics alone after.
             self.last_error = None;
         }
+        if !matches!(
+            cmd.code(),
+            com::PING | com::QUERY | com::STMT_CLOSE | com::STMT_SEND_LONG_DATA
+        ) {
+            // A query reads it first, then sets it again when it is a SELECT.
+            self.found_rows = None;
+        }
         if !matches!(cmd.code(), com::PING | com::QUERY | com::STMT_EXECUTE) {
             // Known again only where the reply of a statement is seen; a query may read it
             // first. The server leaves ROW_COUNT() alone for a successful prepare, a close
@@ -133,6 +140,7 @@ impl Session {
         self.counted = Some(scan.command);
         self.repeatable = crate::stmt::repeatable(&scan);
         let previous_row_count = self.row_count.take();
+        let previous_found_rows = self.found_rows.take();
         let no_diagnostics = std::mem::take(&mut self.no_diagnostics);
         let last_error = self.last_error.take();
         // A statement reading what the previous one left on its connection would read another
@@ -223,12 +231,24 @@ impl Session {
             let answer = local.and_then(|(fact, alias)| match fact {
                 PreviousFact::LastInsertId => Some((alias, Fact::Unsigned(self.last_insert_id))),
                 PreviousFact::RowCount => previous_row_count.map(|n| (alias, Fact::Signed(n))),
+                PreviousFact::FoundRows => previous_found_rows
+                    .and_then(|n| i64::try_from(n).ok())
+                    .map(|n| (alias, Fact::Signed(n))),
+                // Those of a statement whose connection gave way are lost, as for SHOW
+                // WARNINGS above.
+                PreviousFact::WarningCount | PreviousFact::ErrorCount => Some((
+                    alias,
+                    Fact::UnsignedVariable(u64::from(last_error.is_some())),
+                )),
             });
             if let Some((alias, value)) = answer {
                 // Answered from the last reply, as the server would: no backend needed.
                 self.answer_fact(&alias, value, seq).await?;
                 self.row_count = Some(-1);
-                self.no_diagnostics = true;
+                self.found_rows = Some(1);
+                // A statement that reads no table leaves the diagnostics of the one before.
+                self.no_diagnostics = no_diagnostics;
+                self.last_error = last_error;
                 self.decision = decision;
                 self.effects = Default::default();
                 return Ok(Flow::Continue);
@@ -237,7 +257,11 @@ impl Session {
         let cache_rule = CacheRule::from_decision(&decision).filter(|_| {
             decision.error_msg.is_none()
                 && decision.ok_msg.is_none()
-                && cacheable_statement(&scan)
+                // What runs is what must be cacheable.
+                && match &decision.rewritten {
+                    Some(text) => cacheable_statement(&weir_sql::scan(text)),
+                    None => cacheable_statement(&scan),
+                }
                 && self.cache_usable()
         });
         let flow = match cache_rule {
@@ -272,6 +296,20 @@ impl Session {
                 !(o.several_results && (scan.kind == StatementKind::Call || scan.statements == 1))
             })
             .and_then(ReplyOutcome::row_count);
+        self.found_rows = flow
+            .as_ref()
+            .ok()
+            .and_then(|o| o.as_ref())
+            .filter(|o| {
+                scan.kind == StatementKind::Select
+                    && scan.statements == 1
+                    && !scan.calc_found_rows
+                    && decision.rewritten.is_none()
+                    && o.error.is_none()
+                    && o.ended_with_rows
+                    && !o.several_results
+            })
+            .map(|o| o.rows);
         if m.query_digests {
             self.record_digest(
                 digest,
@@ -704,15 +742,30 @@ impl Session {
     }
 
     /// Answers `SELECT LAST_INSERT_ID()` or `SELECT ROW_COUNT()` with the value weir keeps.
-    async fn answer_fact(&mut self, alias: &str, value: Fact, seq: u8) -> Result<(), ClientError> {
+    async fn answer_fact<'a>(
+        &mut self,
+        alias: &'a str,
+        value: Fact,
+        seq: u8,
+    ) -> Result<(), ClientError> {
         let status = self.ok_status().status;
         let mut out = bytes::BytesMut::new();
+        use weir_wire::msg::ColumnSpec;
+        // Computed by the server: no original column name.
+        let computed = |spec: ColumnSpec<'a>| ColumnSpec {
+            named_column: false,
+            ..spec
+        };
         let (col, text) = match value {
-            Fact::Unsigned(v) => (
-                weir_wire::msg::ColumnSpec::unsigned_bigint(alias),
+            Fact::Unsigned(v) => (computed(ColumnSpec::unsigned_bigint(alias)), v.to_string()),
+            Fact::Signed(v) => (computed(ColumnSpec::bigint(alias)), v.to_string()),
+            Fact::UnsignedVariable(v) => (
+                ColumnSpec {
+                    flags: 32 | 128,
+                    ..computed(ColumnSpec::unsigned_bigint(alias))
+                },
                 v.to_string(),
             ),
-            Fact::Signed(v) => (weir_wire::msg::ColumnSpec::bigint(alias), v.to_string()),
         };
         let mut set = weir_wire::msg::TextResultSet::begin_columns_for(
             &mut out,
@@ -963,12 +1016,17 @@ const MAX_FAILED_CHANGE_USER: u8 = 3;
 enum PreviousFact {
     LastInsertId,
     RowCount,
+    FoundRows,
+    WarningCount,
+    ErrorCount,
 }
 
 /// A value answered locally, with its column's signedness.
 enum Fact {
     Unsigned(u64),
     Signed(i64),
+    /// A system variable's value (`@@warning_count`), described as the server does them.
+    UnsignedVariable(u64),
 }
 
 /// For `SHOW WARNINGS` / `SHOW ERRORS` alone: `Some(None)`; for `SHOW COUNT(*) WARNINGS` /
@@ -1023,6 +1081,16 @@ fn previous_fact_query(q: &[u8]) -> Option<(PreviousFact, String)> {
         PreviousFact::LastInsertId
     } else if call.eq_ignore_ascii_case("ROW_COUNT()") {
         PreviousFact::RowCount
+    } else if call.eq_ignore_ascii_case("FOUND_ROWS()") {
+        PreviousFact::FoundRows
+    } else if call.eq_ignore_ascii_case("@@warning_count")
+        || call.eq_ignore_ascii_case("@@session.warning_count")
+    {
+        PreviousFact::WarningCount
+    } else if call.eq_ignore_ascii_case("@@error_count")
+        || call.eq_ignore_ascii_case("@@session.error_count")
+    {
+        PreviousFact::ErrorCount
     } else {
         return None;
     };
@@ -1092,13 +1160,26 @@ mod tests {
             named("/* app */ /* trace */SELECT ROW_COUNT()"),
             Some((PreviousFact::RowCount, "ROW_COUNT()".into()))
         );
+        assert_eq!(
+            named("select found_rows() rows_seen"),
+            Some((PreviousFact::FoundRows, "rows_seen".into()))
+        );
+        assert_eq!(
+            named("SELECT @@Warning_Count"),
+            Some((PreviousFact::WarningCount, "@@Warning_Count".into()))
+        );
+        assert_eq!(
+            named("SELECT @@session.error_count AS e"),
+            Some((PreviousFact::ErrorCount, "e".into()))
+        );
         for q in [
             "SELECT LAST_INSERT_ID(5)",
             "SELECT LAST_INSERT_ID() + 1",
             "SELECT LAST_INSERT_ID() FROM t",
             "SELECT ROW_COUNT(), 1",
             "SELECT ROW_COUNT() AS `a b`",
-            "SELECT FOUND_ROWS()",
+            "SELECT FOUND_ROWS() + 1",
+            "SELECT @@global.warning_count",
             "DO ROW_COUNT()",
             "/* unterminated SELECT ROW_COUNT()",
             "/*!50000 SELECT */ ROW_COUNT()",

@@ -57,6 +57,10 @@ pub struct Session {
     /// What ROW_COUNT() returns on the server after the client's last statement, when weir
     /// saw its reply whole (`None`: unknown, the server is asked).
     pub(crate) row_count: Option<i64>,
+    /// What FOUND_ROWS() returns on the server after the client's last statement, when that
+    /// was a SELECT whose rows weir relayed or answered from the cache (`None`: the server
+    /// is asked).
+    pub(crate) found_rows: Option<u64>,
     /// COM_CHANGE_USER attempts refused so far: after 3, the server refuses the command.
     pub(crate) failed_change_user: u8,
     /// Whether the client's last statement left no warning or error on the server (a fresh
@@ -134,6 +138,11 @@ pub(crate) struct Prepared {
     pub(crate) digest_text: Box<[u8]>,
     /// What a query rule said about caching its executions, when it is cacheable at all.
     pub(crate) cache: Option<crate::cache::CacheRule>,
+    /// Whether its text may be cached at all (`cache::cacheable_statement`).
+    pub(crate) cacheable: bool,
+    /// The rules `hostgroup`, `cache` and `timeout` come from: after a LOAD MYSQL QUERY
+    /// RULES TO RUNTIME, the next execution reads them again from the new rules.
+    pub(crate) rules: Arc<weir_rules::CompiledRules>,
     /// The statement in the global registry.
     pub(crate) global: Arc<crate::stmt::GlobalStmt>,
     /// The hostgroup the rules sent it to when it was prepared; its executions go there.
@@ -313,6 +322,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         effects: crate::state::Effects::default(),
         last_insert_id: 0,
         row_count: None,
+        found_rows: None,
         failed_change_user: 0,
         no_diagnostics: true,
         last_error: None,

@@ -266,6 +266,7 @@ impl Session {
             )
         };
         let rt = self.shared.runtime.load_full();
+        let rules = self.shared.rules.load_full();
         // The digest is computed whatever happens: executions are counted under it.
         let tied = self.tied();
         let digest = self.digest_and_rules(&cmd, &rt.mysql, !tied);
@@ -332,6 +333,13 @@ impl Session {
                     digest_text: self.digest_buf.as_slice().into(),
                     cache: crate::cache::CacheRule::from_decision(&self.decision)
                         .filter(|_| cacheable && !tied),
+                    cacheable,
+                    // Read from the rules when the session is free to follow them again.
+                    rules: if tied {
+                        Arc::new(weir_rules::CompiledRules::empty())
+                    } else {
+                        rules
+                    },
                     global,
                     hostgroup: self.hostgroup,
                     param_types: None,
@@ -373,6 +381,12 @@ impl Session {
             return Ok(Flow::Continue);
         };
         self.early_kill_columns = p.column_defs.clone();
+        if !Arc::ptr_eq(&p.rules, &self.shared.rules.load()) && !self.tied() {
+            self.reread_rules(id);
+        }
+        let Some(p) = self.prepared.get_mut(&id) else {
+            return Ok(Flow::Continue);
+        };
         if let Some(at) = bound_flag_offset(&payload, p.global.params) {
             if payload[at] == 1 {
                 let n = 2 * usize::from(p.global.params);
@@ -435,6 +449,36 @@ impl Session {
             self.after_reply(&outcome, exec_pins, None);
         }
         Ok(Flow::Continue)
+    }
+
+    /// The query rules changed since statement `id` was prepared (LOAD MYSQL QUERY RULES TO
+    /// RUNTIME), or it was prepared while the session was tied to its connection: its
+    /// destination hostgroup, cache rule and timeout are read again from the rules now,
+    /// as a DBA changing a rule expects of statements applications keep prepared.
+    fn reread_rules(&mut self, id: u32) {
+        let Some(p) = self.prepared.get(&id) else {
+            return;
+        };
+        let cmd = Command::query(&p.global.text);
+        let rules = self.shared.rules.load_full();
+        let rt = self.shared.runtime.load_full();
+        // Neither the statement under way's decision nor a rule chain's flag for the next
+        // query are this evaluation's.
+        let decision = std::mem::take(&mut self.decision);
+        let flag_in = std::mem::take(&mut self.flag_in);
+        let digest_buf = std::mem::take(&mut self.digest_buf);
+        self.digest_and_rules(&cmd, &rt.mysql, true);
+        self.digest_buf = digest_buf;
+        let fresh = std::mem::replace(&mut self.decision, decision);
+        self.flag_in = flag_in;
+        let limits = Limits::decided(&fresh, &rt.mysql);
+        let default_hostgroup = self.user.default_hostgroup;
+        if let Some(p) = self.prepared.get_mut(&id) {
+            p.hostgroup = fresh.destination_hostgroup.unwrap_or(default_hostgroup);
+            p.timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
+            p.cache = crate::cache::CacheRule::from_decision(&fresh).filter(|_| p.cacheable);
+            p.rules = rules;
+        }
     }
 
     /// Builds the cache key of an execution of statement `id`; false when it has none (the

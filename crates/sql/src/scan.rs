@@ -121,6 +121,23 @@ fn is_ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
+/// What a word that may name a function (plain or backquoted) tells about the statement.
+fn note_function(out: &mut QueryScan, w: &[u8]) {
+    let is = |name: &[u8]| w.eq_ignore_ascii_case(name);
+    match w.len() {
+        6 if is(b"SETVAL") => out.sequence_write = true,
+        7 if is(b"NEXTVAL") => out.sequence_write = true,
+        7 if is(b"LASTVAL") => out.reads_previous_result = true,
+        8 if is(b"GET_LOCK") => out.pin.0 |= Pin::USER_LOCK,
+        9 if is(b"ROW_COUNT") => out.reads_previous_result = true,
+        10 if is(b"FOUND_ROWS") => out.reads_previous_result = true,
+        12 if is(b"RELEASE_LOCK") || is(b"IS_USED_LOCK") => out.pin.0 |= Pin::USER_LOCK,
+        14 if is(b"LAST_INSERT_ID") => out.reads_last_insert_id = true,
+        17 if is(b"RELEASE_ALL_LOCKS") => out.pin.0 |= Pin::USER_LOCK,
+        _ => {}
+    }
+}
+
 /// Scans a query.
 pub fn scan(q: &[u8]) -> QueryScan {
     let mut out = QueryScan {
@@ -157,6 +174,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
     let mut after_for = false;
     // Whether the previous word was INTO (`SELECT ... INTO @v` assigns a user variable).
     let mut after_into = false;
+    // Right after `@@` (or `@@session.`): the name of a system variable comes.
+    let mut sysvar = false;
     let mut for_update = false;
     // How far `LOCK IN SHARE MODE` has been read: 1 after LOCK, 2 after LOCK IN.
     let mut lock_in_share = 0u8;
@@ -244,6 +263,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         let b = q[i];
         match b {
             b'\'' | b'"' | b'`' => {
+                let start = i;
                 i += 1;
                 while i < n {
                     if q[i] == b'\\' && b != b'`' {
@@ -265,6 +285,18 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     words[0] = b"?";
                     nwords = 1;
                 }
+                // A quoted function name (`FOUND_ROWS`()) is the function all the same.
+                if b == b'`' {
+                    let name = q.get(start + 1..i.saturating_sub(1)).unwrap_or_default();
+                    let mut j = i;
+                    while j < n && q[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if j < n && q[j] == b'(' {
+                        note_function(&mut out, name);
+                    }
+                }
+                sysvar = false;
             }
             b'#' => {
                 while i < n && q[i] != b'\n' {
@@ -303,6 +335,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 if i + 1 < n && q[i + 1] == b'@' {
                     // @@system_variable: a read or a SET; SET is looked at by itself.
                     i += 2;
+                    sysvar = true;
                 } else {
                     // Reading a user variable is fine (weir replays the ones set by SET);
                     // assigning one anywhere but in SET is not followed.
@@ -336,6 +369,21 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     i += 1;
                 }
                 let w = &q[start..i];
+                if std::mem::take(&mut sysvar) {
+                    if w.eq_ignore_ascii_case(b"SESSION")
+                        || w.eq_ignore_ascii_case(b"LOCAL")
+                        || w.eq_ignore_ascii_case(b"GLOBAL")
+                    {
+                        // The scope; the name follows the dot.
+                        sysvar = i < n && q[i] == b'.';
+                    } else if w.eq_ignore_ascii_case(b"WARNING_COUNT")
+                        || w.eq_ignore_ascii_case(b"ERROR_COUNT")
+                        || w.eq_ignore_ascii_case(b"LAST_GTID")
+                    {
+                        // What the session's previous statement left.
+                        out.reads_previous_result = true;
+                    }
+                }
                 if nwords < 4 {
                     words[nwords] = w;
                     nwords += 1;
@@ -369,32 +417,15 @@ pub fn scan(q: &[u8]) -> QueryScan {
                         }
                         value_for = 0;
                     }
-                    6 if w.eq_ignore_ascii_case(b"SETVAL") => out.sequence_write = true,
-                    7 if w.eq_ignore_ascii_case(b"NEXTVAL") => out.sequence_write = true,
-                    7 if w.eq_ignore_ascii_case(b"LASTVAL") => out.reads_previous_result = true,
                     _ => value_for = 0,
                 }
-                if w.len() >= 9 {
-                    if w.eq_ignore_ascii_case(b"GET_LOCK")
-                        || w.eq_ignore_ascii_case(b"RELEASE_LOCK")
-                        || w.eq_ignore_ascii_case(b"RELEASE_ALL_LOCKS")
-                        || w.eq_ignore_ascii_case(b"IS_USED_LOCK")
-                    {
-                        out.pin.0 |= Pin::USER_LOCK;
-                    } else if w.eq_ignore_ascii_case(b"SQL_CALC_FOUND_ROWS") {
-                        out.calc_found_rows = true;
-                    } else if w.eq_ignore_ascii_case(b"FOUND_ROWS")
-                        || w.eq_ignore_ascii_case(b"ROW_COUNT")
-                    {
-                        out.reads_previous_result = true;
-                    } else if w.eq_ignore_ascii_case(b"LAST_INSERT_ID") {
-                        out.reads_last_insert_id = true;
-                    }
-                } else if w.eq_ignore_ascii_case(b"GET_LOCK") {
-                    out.pin.0 |= Pin::USER_LOCK;
+                if w.eq_ignore_ascii_case(b"SQL_CALC_FOUND_ROWS") {
+                    out.calc_found_rows = true;
                 } else if w.eq_ignore_ascii_case(b"IDENTITY") {
                     // @@identity is LAST_INSERT_ID() (a column of that name costs a no-op sync).
                     out.reads_last_insert_id = true;
+                } else {
+                    note_function(&mut out, w);
                 }
             }
             _ => i += 1,
@@ -747,6 +778,7 @@ mod tests {
         ] {
             assert!(scan(q.as_bytes()).sequence_write, "{q}");
         }
+        assert!(scan(b"SELECT `NEXTVAL` (s)").sequence_write);
         for q in ["SELECT LASTVAL(s)", "SELECT PREVIOUS VALUE FOR s"] {
             let r = scan(q.as_bytes());
             assert!(!r.sequence_write && r.reads_previous_result, "{q}");
@@ -759,6 +791,32 @@ mod tests {
             let r = scan(q.as_bytes());
             assert!(!r.sequence_write && !r.reads_previous_result, "{q}");
         }
+    }
+
+    #[test]
+    fn what_the_previous_statement_left() {
+        for q in [
+            "SELECT @@warning_count",
+            "select @@session.warning_count, 1",
+            "SELECT @@ERROR_COUNT",
+            "SELECT @@local.error_count",
+            "SELECT @@last_gtid",
+            "SELECT `FOUND_ROWS`()",
+            "SELECT `row_count` ( ) + 0",
+        ] {
+            assert!(scan(q.as_bytes()).reads_previous_result, "{q}");
+        }
+        for q in [
+            "SELECT warning_count FROM t",
+            "SELECT `found_rows` FROM t",
+            "SELECT @@session.sql_mode, error_count FROM t",
+            "SELECT @@global.gtid_binlog_pos",
+        ] {
+            assert!(!scan(q.as_bytes()).reads_previous_result, "{q}");
+        }
+        assert!(scan(b"SELECT `LAST_INSERT_ID`()").reads_last_insert_id);
+        assert!(scan(b"SELECT `get_lock`('a', 1)").pin.any());
+        assert!(!scan(b"SELECT `get_lock` FROM t").pin.any());
     }
 
     #[test]
