@@ -136,6 +136,9 @@ pub struct BackendConn {
     /// Negotiated MariaDB extended capabilities (the column definitions of a connection
     /// with extended metadata carry one more field).
     pub mariadb_capabilities: u32,
+    /// Client capabilities its server does not act on ([`crate::caps_ignored_by`] its
+    /// version): a connection serves clients that differ from its own in these.
+    pub ignored_caps: u32,
     /// Schema in use, as far as weir knows.
     pub schema: Option<String>,
     /// The collation its charset variables start from when [`BackendConn::vars`] holds none:
@@ -286,6 +289,7 @@ impl BackendConn {
             server_version: String::new(),
             capabilities: 0,
             mariadb_capabilities: 0,
+            ignored_caps: 0,
             schema: None,
             collation: params.collation,
             ignore_space: false,
@@ -307,6 +311,7 @@ impl BackendConn {
         let g = Greeting::parse(&greeting)?;
         conn.connection_id = g.connection_id;
         conn.server_version = g.server_version.clone();
+        conn.ignored_caps = crate::caps_ignored_by(&g.server_version);
         crate::note_server_version(&g.server_version);
         crate::note_mariadb_capabilities(g.mariadb_capabilities);
         if params.mariadb_capabilities & !g.mariadb_capabilities != 0 {

@@ -56,6 +56,16 @@ pub struct LoginTemplate {
     pub multi_statements: bool,
 }
 
+impl PoolKey {
+    /// Whether a connection pooled under `self`, whose server ignores `ignored`
+    /// (`BackendConn::ignored_caps`), may serve a checkout of `want`.
+    pub fn serves(&self, want: &PoolKey, ignored: u32) -> bool {
+        (self.capabilities ^ want.capabilities) & !ignored == 0
+            && self.mariadb_capabilities == want.mariadb_capabilities
+            && self.username == want.username
+    }
+}
+
 impl LoginTemplate {
     /// A login as `username` with no protocol options, utf8mb4_general_ci (45) and nothing
     /// the session changes yet.
@@ -419,14 +429,16 @@ impl Pool {
                 .push(state.clone());
             topo.all.push(state);
         }
+        // Under the lock `totals` reads under: a server is in the topology or retiring,
+        // never both nor neither, for it.
         let mut retiring = self.retiring.lock();
         retiring.retain(|s| s.strong_count() > 0);
         for (_, gone) in by_key {
             gone.retire();
             retiring.push(Arc::downgrade(&gone));
         }
-        drop(retiring);
         self.topology.store(Arc::new(topo));
+        drop(retiring);
         self.changed.notify_waiters();
     }
 
@@ -443,6 +455,9 @@ impl Pool {
     /// As [`Pool::snapshot`], zeroing each server's cumulative counters
     /// (`stats_mysql_connection_pool_reset`); see [`ServerState::snapshot_and_reset`].
     pub fn snapshot_and_reset(&self) -> Vec<ServerSnapshot> {
+        // The counters zeroed go to the totals since start under the lock `totals` reads
+        // under: never counted twice, nor missing, there.
+        let _totals = self.retiring.lock();
         self.topology
             .load()
             .all
@@ -454,6 +469,14 @@ impl Pool {
     /// Counters since start, never reset: those of servers gone included.
     pub fn totals(&self) -> PoolTotals {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let retiring_list = self.retiring.lock();
+        // Held first, so that none of these adds its counters to `totals` while they are
+        // read: each server is counted here or there, once.
+        let retiring: Vec<_> = retiring_list
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        let topology = self.topology.load();
         let t = &self.totals;
         let mut out = PoolTotals {
             connects_ok: get(&t.connects_ok),
@@ -467,13 +490,7 @@ impl Pool {
             bytes_recv: get(&t.bytes_recv),
             closed: get(&t.closed),
         };
-        let retiring: Vec<_> = self
-            .retiring
-            .lock()
-            .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .collect();
-        for s in self.topology.load().all.iter().chain(&retiring) {
+        for s in topology.all.iter().chain(&retiring) {
             let st = &s.stats;
             let found = get(&st.idle_found);
             out.idle_looks += found + get(&st.idle_missed);
@@ -483,6 +500,7 @@ impl Pool {
             out.bytes_sent += get(&st.bytes_sent);
             out.bytes_recv += get(&st.bytes_recv);
         }
+        drop(retiring_list);
         out
     }
 
@@ -880,6 +898,9 @@ async fn open_connection(
     reuse: bool,
     settings: &PoolSettings,
 ) -> Opened {
+    // What the server ignored at the last connect: asked for, so that the connection serves
+    // clients with and without them.
+    let server_hint = server.ignored_caps();
     let params = ConnectParams {
         endpoint: server.endpoint().clone(),
         username: login.key.username.to_string(),
@@ -891,7 +912,7 @@ async fn open_connection(
         capabilities: login.key.capabilities
             | login.session_capabilities()
             | if reuse {
-                weir_backend::adapted_caps() | server.ignored_caps()
+                weir_backend::adapted_caps() | server_hint
             } else {
                 0
             },
@@ -903,6 +924,20 @@ async fn open_connection(
         Err(e) => return Opened::Failed(e),
     };
     server.note_version(&conn.server_version);
+    let hinted = if reuse { server_hint } else { 0 };
+    if hinted & !login.key.capabilities & !conn.ignored_caps != 0 {
+        // Asked for capabilities the client lacks on the word of an earlier connect, and
+        // this server acts on them (it changed flavor: a failover to another product): not
+        // a connection for this client. Once more without them.
+        drop(conn);
+        let mut params = params.clone();
+        params.capabilities &= !(hinted & !login.key.capabilities);
+        conn = match BackendConn::connect(&params).await {
+            Ok(conn) => Box::new(conn),
+            Err(e) => return Opened::Failed(e),
+        };
+        server.note_version(&conn.server_version);
+    }
     if let Some(sql) = &settings.init_connect {
         // Bounded as the connect is: a statement that blocks (a lock) must not hold the
         // checkout past every deadline.

@@ -538,16 +538,9 @@ impl ServerState {
         (hash % KEY_BUCKETS as u64) as usize
     }
 
-    /// Whether a connection pooled under `have` may serve a checkout of `want` here.
-    pub(crate) fn key_serves(&self, have: &PoolKey, want: &PoolKey) -> bool {
-        let ignored = self.ignored_caps.load(Ordering::Relaxed);
-        (have.capabilities ^ want.capabilities) & !ignored == 0
-            && have.mariadb_capabilities == want.mariadb_capabilities
-            && have.username == want.username
-    }
-
-    /// Client capabilities the server does not act on, which a pooled connection asks for.
-    pub(crate) fn ignored_caps(&self) -> u32 {
+    /// Client capabilities the server did not act on at the last connect, which a pooled
+    /// connection asks for.
+    pub fn ignored_caps(&self) -> u32 {
         self.ignored_caps.load(Ordering::Relaxed)
     }
 
@@ -583,7 +576,7 @@ impl ServerState {
             for k in 0..n {
                 let mut idle = self.idle[(own + k) % n].lock();
                 let found = idle.iter().rposition(|i| {
-                    self.key_serves(&i.key, &login.key)
+                    i.key.serves(&login.key, i.conn.ignored_caps)
                         && match pass {
                             0 => {
                                 i.conn.collation == login.collation
@@ -693,7 +686,7 @@ impl ServerState {
         // As `take_idle` chooses.
         let usable = |i: &Idle| {
             reuse
-                && self.key_serves(&i.key, &login.key)
+                && i.key.serves(&login.key, i.conn.ignored_caps)
                 && (i.conn.collation == login.collation
                     || (portable(login.collation) && portable(i.conn.collation)))
         };

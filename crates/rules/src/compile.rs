@@ -17,15 +17,31 @@ pub struct CompiledRules {
     pub(crate) chains: Box<[Chain]>,
     /// Parallel to `rules`.
     pub(crate) counters: Box<[RuleCounters]>,
+    /// Which compile this is: unique per process, so that what a session derived from one set
+    /// of rules can tell the set changed (without keeping it alive).
+    generation: u64,
+}
+
+/// The next [`CompiledRules::generation`].
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
 }
 
 impl CompiledRules {
+    /// Which set of rules this is: no two compiles (nor two empty sets) share one.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// No rules: every query gets an empty decision.
     pub fn empty() -> CompiledRules {
         CompiledRules {
             rules: Box::default(),
             chains: Box::default(),
             counters: Box::default(),
+            generation: next_generation(),
         }
     }
 
@@ -68,6 +84,7 @@ impl CompiledRules {
             rules: rules.into(),
             chains,
             counters,
+            generation: next_generation(),
         })
     }
 

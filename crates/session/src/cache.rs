@@ -97,7 +97,9 @@ impl Session {
     fn begin_key(&self, key: &mut Vec<u8>, kind: u8) {
         key.clear();
         key.push(kind);
-        key.extend_from_slice(&self.login.key.capabilities.to_le_bytes());
+        // CLIENT_PS_MULTI_RESULTS changes only a prepared CALL's reply, never cached.
+        let capabilities = self.login.key.capabilities & !weir_wire::cap::PS_MULTI_RESULTS;
+        key.extend_from_slice(&capabilities.to_le_bytes());
         key.extend_from_slice(&self.login.key.mariadb_capabilities.to_le_bytes());
         // Pooled connections track session state for every client; only those that asked for
         // it see the changes (in a reply's OKs and status flags).
@@ -163,14 +165,16 @@ impl Session {
             Ok(r) => {
                 if self.backend.is_some() {
                     // A hit is the client's last statement now: a connection kept for what
-                    // the one before left there (LAST_INSERT_ID(), ROW_COUNT(), warnings)
-                    // would answer for that one. It goes back (cache_usable: nothing ties
+                    // the one before left there (an auto-increment insert, warnings) would
+                    // answer for that one. Those affinities end (cache_usable: nothing ties
                     // it); what a hit leaves is known to weir (no warnings, -1 changed rows,
                     // its rows found) and LAST_INSERT_ID() is brought to any connection.
+                    // mysql-multiplexing=false and connection_delay_multiplex_ms still keep it.
                     self.keep_for = 0;
                     self.keep_until = None;
-                    self.give_back();
+                    self.release();
                 }
+                self.after_hit = true;
                 self.client.flush_wbuf().await?;
                 self.cache_hit = true;
                 Ok(Some(ReplyOutcome {

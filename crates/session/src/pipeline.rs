@@ -111,6 +111,8 @@ struct Pipe {
     /// that join; empty when a text query opened the pipe. Nothing is prepared or closed on
     /// a connection while its pipe lives: only executions of statements it has join.
     stmts: Vec<(u64, u32)>,
+    /// The connection's `ignored_caps`: sessions whose keys differ only in those join.
+    ignored_caps: u32,
 }
 
 thread_local! {
@@ -175,7 +177,7 @@ impl Pipe {
             && self.in_flight < self.max_in_flight
             && self.hostgroup == s.hostgroup
             && (Arc::ptr_eq(&self.login, &s.login)
-                || (self.login.key == s.login.key
+                || (self.login.key.serves(&s.login.key, self.ignored_caps)
                     && self.login.collation == s.login.collation
                     && self.login.ignore_space == s.login.ignore_space
                     && self.login.multi_statements == s.login.multi_statements))
@@ -334,20 +336,23 @@ impl Session {
         {
             return Opened::No;
         }
-        let Some((writer, server, stmts, kill_queries)) = self.backend.as_ref().and_then(|b| {
-            let w = b.conn_ref().stream.writer().ok()?;
-            let stmts = if with_stmts {
-                b.conn_ref().stmts.ids().collect()
-            } else {
-                Vec::new()
-            };
-            Some((
-                w,
-                b.server().clone(),
-                stmts,
-                b.conn_ref().kill_queries.clone(),
-            ))
-        }) else {
+        let Some((writer, server, stmts, kill_queries, ignored_caps)) =
+            self.backend.as_ref().and_then(|b| {
+                let w = b.conn_ref().stream.writer().ok()?;
+                let stmts = if with_stmts {
+                    b.conn_ref().stmts.ids().collect()
+                } else {
+                    Vec::new()
+                };
+                Some((
+                    w,
+                    b.server().clone(),
+                    stmts,
+                    b.conn_ref().kill_queries.clone(),
+                    b.conn_ref().ignored_caps,
+                ))
+            })
+        else {
             return Opened::No;
         };
         let kills_at_write = kill_queries.load(Ordering::Relaxed);
@@ -380,6 +385,7 @@ impl Session {
                 followers: VecDeque::new(),
                 kill_queries,
                 stmts,
+                ignored_caps,
             })
         });
         self.pipe = Some(PipeGuard { id, kills_at_write });

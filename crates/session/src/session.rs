@@ -61,6 +61,9 @@ pub struct Session {
     /// was a SELECT whose rows weir relayed or answered from the cache (`None`: the server
     /// is asked).
     pub(crate) found_rows: Option<u64>,
+    /// The client's last statement was answered from the query cache: what a statement reads
+    /// of it is known to weir, whatever connection the session holds.
+    pub(crate) after_hit: bool,
     /// COM_CHANGE_USER attempts refused so far: after 3, the server refuses the command.
     pub(crate) failed_change_user: u8,
     /// Whether the client's last statement left no warning or error on the server (a fresh
@@ -140,9 +143,12 @@ pub(crate) struct Prepared {
     pub(crate) cache: Option<crate::cache::CacheRule>,
     /// Whether its text may be cached at all (`cache::cacheable_statement`).
     pub(crate) cacheable: bool,
-    /// The rules `hostgroup`, `cache` and `timeout` come from: after a LOAD MYSQL QUERY
-    /// RULES TO RUNTIME, the next execution reads them again from the new rules.
-    pub(crate) rules: Arc<weir_rules::CompiledRules>,
+    /// The generation of the rules `hostgroup`, `cache` and `timeout` come from (0: none,
+    /// the session was tied at its prepare): after a LOAD MYSQL QUERY RULES TO RUNTIME, the
+    /// next execution reads them again from the new rules.
+    pub(crate) rules_generation: u64,
+    /// The rule chain's flag its prepare was evaluated with (`next_query_flagIN`), for that.
+    pub(crate) flag_in: i32,
     /// The statement in the global registry.
     pub(crate) global: Arc<crate::stmt::GlobalStmt>,
     /// The hostgroup the rules sent it to when it was prepared; its executions go there.
@@ -323,6 +329,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         last_insert_id: 0,
         row_count: None,
         found_rows: None,
+        after_hit: false,
         failed_change_user: 0,
         no_diagnostics: true,
         last_error: None,
@@ -792,6 +799,7 @@ impl Session {
             let verdict = if conn.conn_ref().schema.as_deref() == Some(schema.as_str()) {
                 Ok(())
             } else {
+                GlobalStats::inc(&self.shared.stats.com_backend_init_db);
                 conn.conn().init_db(&schema).await
             };
             Some(Ok((conn, verdict)))

@@ -266,7 +266,8 @@ impl Session {
             )
         };
         let rt = self.shared.runtime.load_full();
-        let rules = self.shared.rules.load_full();
+        let rules_generation = self.shared.rules.load().generation();
+        let flag_in = self.flag_in;
         // The digest is computed whatever happens: executions are counted under it.
         let tied = self.tied();
         let digest = self.digest_and_rules(&cmd, &rt.mysql, !tied);
@@ -335,11 +336,8 @@ impl Session {
                         .filter(|_| cacheable && !tied),
                     cacheable,
                     // Read from the rules when the session is free to follow them again.
-                    rules: if tied {
-                        Arc::new(weir_rules::CompiledRules::empty())
-                    } else {
-                        rules
-                    },
+                    rules_generation: if tied { 0 } else { rules_generation },
+                    flag_in,
                     global,
                     hostgroup: self.hostgroup,
                     param_types: None,
@@ -381,7 +379,7 @@ impl Session {
             return Ok(Flow::Continue);
         };
         self.early_kill_columns = p.column_defs.clone();
-        if !Arc::ptr_eq(&p.rules, &self.shared.rules.load()) && !self.tied() {
+        if p.rules_generation != self.shared.rules.load().generation() && !self.tied() {
             self.reread_rules(id);
         }
         let Some(p) = self.prepared.get_mut(&id) else {
@@ -460,12 +458,12 @@ impl Session {
             return;
         };
         let cmd = Command::query(&p.global.text);
-        let rules = self.shared.rules.load_full();
+        let generation = self.shared.rules.load().generation();
         let rt = self.shared.runtime.load_full();
-        // Neither the statement under way's decision nor a rule chain's flag for the next
-        // query are this evaluation's.
+        // The statement under way's decision and the rule chain's flag for the next query
+        // are not this evaluation's; the flag its prepare was evaluated with is.
         let decision = std::mem::take(&mut self.decision);
-        let flag_in = std::mem::take(&mut self.flag_in);
+        let flag_in = std::mem::replace(&mut self.flag_in, p.flag_in);
         let digest_buf = std::mem::take(&mut self.digest_buf);
         self.digest_and_rules(&cmd, &rt.mysql, true);
         self.digest_buf = digest_buf;
@@ -477,7 +475,7 @@ impl Session {
             p.hostgroup = fresh.destination_hostgroup.unwrap_or(default_hostgroup);
             p.timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
             p.cache = crate::cache::CacheRule::from_decision(&fresh).filter(|_| p.cacheable);
-            p.rules = rules;
+            p.rules_generation = generation;
         }
     }
 
@@ -722,6 +720,7 @@ impl Session {
         let back_to = match (&global.schema, &conn.schema) {
             (Some(want), have) if have.as_deref() != Some(&**want) => {
                 let back = have.clone();
+                GlobalStats::inc(&self.shared.stats.com_backend_init_db);
                 if let Err(e) = conn.init_db(want).await {
                     return self.prepare_failed(e, &server, seq).await;
                 }
@@ -755,6 +754,7 @@ impl Session {
         };
         let conn = b.conn();
         if let Some(schema) = back_to {
+            GlobalStats::inc(&self.shared.stats.com_backend_init_db);
             if let Err(e) = conn.init_db(&schema).await {
                 return self.prepare_failed(e, &server, seq).await;
             }

@@ -357,10 +357,11 @@ pub(crate) fn default_collation_id(charset: &str) -> Option<u32> {
         .map(|c| c.0)
 }
 
-/// The most bytes a character of the charset of collation `id` takes (1 when unknown).
+/// The most bytes a character of the charset of collation `id` takes; 4 when unknown (the
+/// collations MariaDB lacks that clients send, MySQL 8's from 255 on, are mostly utf8mb4's).
 pub fn max_bytes_per_char(id: u32) -> u32 {
     let Some((charset, _)) = collation_by_id(id) else {
-        return 1;
+        return 4;
     };
     match charset {
         "utf8mb4" | "utf16" | "utf16le" | "utf32" | "gb18030" => 4,
@@ -408,7 +409,7 @@ mod tests {
             ),
             (4, 3, 1)
         );
-        assert_eq!(max_bytes_per_char(255), 1);
+        assert_eq!(max_bytes_per_char(255), 4);
         assert!(!is_default_collation(46));
         assert!(is_default_collation(63));
         assert!(!is_default_collation(255));
