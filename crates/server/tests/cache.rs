@@ -461,11 +461,12 @@ async fn prepared_statements_are_cached_by_where_they_were_prepared() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_misses_run_once_on_the_server() {
     // Each execution on the server logs a row (sequence functions are never cached: a
-    // stored function with a side effect weir cannot see counts executions instead).
+    // stored function with a side effect weir cannot see counts executions instead; declared
+    // DETERMINISTIC because the primary writes a binary log, which asks for it).
     on_primary(
-        "CREATE OR REPLACE TABLE weirtest.cache_runs (id INT AUTO_INCREMENT PRIMARY KEY); \
+        "CREATE OR REPLACE TABLE weirtest.cache_runs (id INT AUTO_INCREMENT PRIMARY KEY);\n\
          DELIMITER //\nCREATE OR REPLACE FUNCTION weirtest.cache_run() RETURNS INT \
-         NOT DETERMINISTIC MODIFIES SQL DATA \
+         DETERMINISTIC MODIFIES SQL DATA \
          BEGIN INSERT INTO weirtest.cache_runs VALUES (NULL); RETURN LAST_INSERT_ID(); END //\n\
          DELIMITER ;",
     );
@@ -701,6 +702,43 @@ async fn a_hit_lets_the_auto_increment_affinity_go() {
     assert_eq!(cache_stats(&w)["count_GET_OK"], 1);
 }
 
+/// With mysql-multiplexing = false a hit leaves the connection with the session, as any
+/// statement does; what the next statement reads of the hit is still the hit's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hit_with_multiplexing_off_keeps_the_connection() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.cache_mx (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
+         INSERT INTO weirtest.cache_mx (v) VALUES (5)",
+    );
+    let w = start("multiplexing = false");
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
+         VALUES (1, 1, '^SELECT v FROM cache_mx', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
+    );
+    let used = |w: &WeirProcess| {
+        table(
+            w,
+            "SELECT SUM(ConnUsed) AS n FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+        )[0]["n"]
+            .parse::<u64>()
+            .unwrap()
+    };
+    let q = "SELECT v FROM cache_mx WHERE id = 1";
+    let mut primer = connect(&w).await;
+    assert_eq!(one_string(&mut primer, q).await, "5");
+    drop(primer.disconnect().await);
+    let mut c = connect(&w).await;
+    c.query_drop("INSERT INTO cache_mx (v) VALUES (6)")
+        .await
+        .unwrap();
+    assert_eq!(one_string(&mut c, q).await, "5");
+    assert_eq!(cache_stats(&w)["count_GET_OK"], 1, "a hit");
+    assert_eq!(used(&w), 1, "the connection stays with the session");
+    let n: i64 = c.query_first("SELECT ROW_COUNT()").await.unwrap().unwrap();
+    assert_eq!(n, -1, "the hit's, not the insert's");
+}
+
 /// What a statement reads of the one before (ROW_COUNT(), FOUND_ROWS(), warnings and errors)
 /// after a cache hit, or after a SELECT whose connection went back to the pool: packet for
 /// packet what the server answers when the statement before really ran. These lone reads
@@ -719,7 +757,7 @@ async fn what_a_hit_leaves_is_what_the_server_would_leave() {
     let insert = "INSERT INTO cache_prev_ai (v) VALUES (1)";
     let warn = "INSERT IGNORE INTO cache_prev_ai (v) VALUES ('1x')";
     let fail = "SELECT * FROM cache_prev_nosuch";
-    let cases: [&[&str]; 8] = [
+    let cases: [&[&str]; 9] = [
         &[insert, hit, "SELECT ROW_COUNT()"],
         &[insert, hit, "SELECT FOUND_ROWS()"],
         &[warn, hit, "SHOW WARNINGS"],
@@ -737,6 +775,13 @@ async fn what_a_hit_leaves_is_what_the_server_would_leave() {
             "SELECT @@warning_count",
             "SELECT @@error_count",
             "SHOW ERRORS",
+        ],
+        // Nor do the diagnostic statements themselves.
+        &[
+            fail,
+            "SHOW WARNINGS",
+            "SELECT @@error_count",
+            "SHOW WARNINGS",
         ],
     ];
     let run = |port: u16, case: &[&str]| {
