@@ -101,7 +101,7 @@ impl Control for ProxyControl {
             .cache
             .set_capacity(weir_session::cache_bytes(&runtime));
         if let Some(rules) = rules {
-            self.shared.rules.store(Arc::new(rules));
+            self.shared.set_rules(rules);
         }
         self.shared.runtime.store(Arc::new(runtime));
         if let Some(change) = ifaces {

@@ -169,7 +169,7 @@ pub fn run(opts: Options) -> Result<(), StartError> {
             problems.join("\n")
         ))
     })?;
-    shared.rules.store(Arc::new(rules));
+    shared.set_rules(rules);
     let paused = Arc::new(AtomicBool::new(false));
     let shutdown_requested = CancellationToken::new();
     let (admin_ifaces, iface_changes) = tokio::sync::mpsc::unbounded_channel();

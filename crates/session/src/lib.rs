@@ -53,8 +53,12 @@ pub struct Shared {
     pub commands: weir_stats::CommandCounters,
     /// Errors from backends and failed connects (stats_mysql_errors).
     pub errors: weir_stats::ErrorLog,
-    /// Query rules in force, compiled at LOAD MYSQL QUERY RULES TO RUNTIME.
+    /// Query rules in force, compiled at LOAD MYSQL QUERY RULES TO RUNTIME; replaced with
+    /// [`Shared::set_rules`].
     pub rules: ArcSwap<weir_rules::CompiledRules>,
+    /// The generation of `rules` (`CompiledRules::generation`): one relaxed load tells a
+    /// prepared statement's execution whether the rules changed since its prepare.
+    pub rules_generation: std::sync::atomic::AtomicU64,
     /// Executions per query digest (stats_mysql_query_digest), bounded.
     pub digests: weir_stats::DigestStats,
     /// Prepared statements of every session, shared across backend connections.
@@ -80,10 +84,21 @@ pub fn cache_bytes(runtime: &Runtime) -> u64 {
 }
 
 impl Shared {
+    /// Puts `rules` in force.
+    pub fn set_rules(&self, rules: weir_rules::CompiledRules) {
+        let generation = rules.generation();
+        self.rules.store(Arc::new(rules));
+        // After the store: a statement that sees the new generation finds the new rules.
+        self.rules_generation
+            .store(generation, std::sync::atomic::Ordering::Release);
+    }
+
     /// Shared state around a runtime snapshot and a pool.
     pub fn new(runtime: Arc<Runtime>, pool: Arc<Pool>) -> Arc<Shared> {
         let max_digests = runtime.mysql.query_digests_max_entries as usize;
         let cache = Arc::new(weir_cache::QueryCache::new(cache_bytes(&runtime)));
+        let empty_rules = weir_rules::CompiledRules::empty();
+        let empty_generation = empty_rules.generation();
         Arc::new(Shared {
             runtime: ArcSwap::new(runtime),
             pool,
@@ -93,7 +108,8 @@ impl Shared {
             // One shard per worker: sessions on different event loops count apart.
             commands: weir_stats::CommandCounters::new(weir_pool::worker::count()),
             errors: weir_stats::ErrorLog::new(),
-            rules: ArcSwap::from_pointee(weir_rules::CompiledRules::empty()),
+            rules: ArcSwap::from_pointee(empty_rules),
+            rules_generation: std::sync::atomic::AtomicU64::new(empty_generation),
             digests: weir_stats::DigestStats::new(weir_pool::worker::count(), max_digests),
             statements: stmt::StmtRegistry::default(),
             monitor_log: Arc::new(weir_stats::MonitorLog::new()),

@@ -266,7 +266,7 @@ impl Session {
             )
         };
         let rt = self.shared.runtime.load_full();
-        let rules_generation = self.shared.rules.load().generation();
+        let rules_generation = self.shared.rules_generation.load(Ordering::Acquire);
         let flag_in = self.flag_in;
         // The digest is computed whatever happens: executions are counted under it.
         let tied = self.tied();
@@ -379,7 +379,9 @@ impl Session {
             return Ok(Flow::Continue);
         };
         self.early_kill_columns = p.column_defs.clone();
-        if p.rules_generation != self.shared.rules.load().generation() && !self.tied() {
+        if p.rules_generation != self.shared.rules_generation.load(Ordering::Acquire)
+            && !self.tied()
+        {
             self.reread_rules(id);
         }
         let Some(p) = self.prepared.get_mut(&id) else {
@@ -458,7 +460,7 @@ impl Session {
             return;
         };
         let cmd = Command::query(&p.global.text);
-        let generation = self.shared.rules.load().generation();
+        let generation = self.shared.rules_generation.load(Ordering::Acquire);
         let rt = self.shared.runtime.load_full();
         // The statement under way's decision and the rule chain's flag for the next query
         // are not this evaluation's; the flag its prepare was evaluated with is.
