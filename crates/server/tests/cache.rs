@@ -49,6 +49,16 @@ fn weir_caching(pattern: &str, ttl_ms: u32) -> WeirProcess {
     w
 }
 
+/// Backend connections in use (checked out) in hostgroup 0.
+fn conns_used(w: &WeirProcess) -> u64 {
+    table(
+        w,
+        "SELECT SUM(ConnUsed) AS n FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+    )[0]["n"]
+        .parse()
+        .unwrap()
+}
+
 async fn one_string(c: &mut Conn, sql: &str) -> String {
     c.query_first::<String, _>(sql)
         .await
@@ -658,14 +668,6 @@ async fn a_hit_lets_the_auto_increment_affinity_go() {
         "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
          VALUES (1, 1, '^SELECT v FROM cache_ai', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
     );
-    let used = |w: &WeirProcess| {
-        table(
-            w,
-            "SELECT ConnUsed FROM stats_mysql_connection_pool WHERE hostgroup = 0",
-        )[0]["ConnUsed"]
-            .parse::<u64>()
-            .unwrap()
-    };
     let q = "SELECT v FROM cache_ai WHERE id = 1";
     let mut primer = connect(&w).await;
     assert_eq!(one_string(&mut primer, q).await, "7");
@@ -682,12 +684,12 @@ async fn a_hit_lets_the_auto_increment_affinity_go() {
         .await
         .unwrap();
     assert_eq!(
-        used(&w),
+        conns_used(&w),
         1,
         "the insert's connection stays with the session"
     );
     assert_eq!(one_string(&mut c, q).await, "7");
-    assert_eq!(used(&w), 0, "the hit let it go");
+    assert_eq!(conns_used(&w), 0, "the hit let it go");
     // Another client's insert on that connection meanwhile.
     primer
         .query_drop("INSERT INTO cache_ai (v) VALUES (10)")
@@ -716,14 +718,6 @@ async fn a_hit_with_multiplexing_off_keeps_the_connection() {
         "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
          VALUES (1, 1, '^SELECT v FROM cache_mx', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
     );
-    let used = |w: &WeirProcess| {
-        table(
-            w,
-            "SELECT SUM(ConnUsed) AS n FROM stats_mysql_connection_pool WHERE hostgroup = 0",
-        )[0]["n"]
-            .parse::<u64>()
-            .unwrap()
-    };
     let q = "SELECT v FROM cache_mx WHERE id = 1";
     let mut primer = connect(&w).await;
     assert_eq!(one_string(&mut primer, q).await, "5");
@@ -734,7 +728,7 @@ async fn a_hit_with_multiplexing_off_keeps_the_connection() {
         .unwrap();
     assert_eq!(one_string(&mut c, q).await, "5");
     assert_eq!(cache_stats(&w)["count_GET_OK"], 1, "a hit");
-    assert_eq!(used(&w), 1, "the connection stays with the session");
+    assert_eq!(conns_used(&w), 1, "the connection stays with the session");
     let n: i64 = c.query_first("SELECT ROW_COUNT()").await.unwrap().unwrap();
     assert_eq!(n, -1, "the hit's, not the insert's");
 }
