@@ -888,7 +888,8 @@ async fn another_clients_warnings_and_errors_are_never_shown() {
 
 /// The `SHOW WARNINGS` weir answers itself (the client's last statement failed; another
 /// client ran on the connection since) describes its columns in the client's
-/// character_set_results, as the server does: packet for packet the server's reply.
+/// character_set_results, as the server does, and shows the message in the server's bytes:
+/// packet for packet the server's reply.
 #[test]
 fn show_warnings_after_an_error_is_described_in_the_results_charset() {
     use common::raw::RawClient;
@@ -897,7 +898,17 @@ fn show_warnings_after_an_error_is_described_in_the_results_charset() {
         assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
         let (mut other, _) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
         c.query(names);
-        let failed = c.query("SELECT * FROM no_such_table_sw");
+        // A name the error message repeats, in the client's character set: in latin1 the
+        // message is not UTF-8, and must come back byte for byte.
+        let e_acute: &[u8] = if names.contains("latin1") {
+            b"\xe9"
+        } else {
+            "\u{e9}".as_bytes()
+        };
+        let failed = c.command(
+            &[b"\x03SELECT * FROM no_such_table_sw_", e_acute].concat(),
+            weir_wire::reply::Expect::ResultSets,
+        );
         assert_eq!(common::raw::err_code(&failed[0]), Some(1146));
         // Through weir the connection now serves another client first.
         other.query("SELECT 1");
@@ -3104,6 +3115,83 @@ fn show_warnings_after_an_error_shows_it() {
     );
     let w = start("auto_increment_delay_multiplex = 0");
     assert_eq!(run(w.port), direct);
+}
+
+/// A statement that names no table (`SELECT 1`, a SET, BEGIN, SHOW WARNINGS itself) leaves
+/// the previous statement's warnings or error in place on the server; one that reads a table
+/// or raises its own replaces them. Through weir the same, packet for packet: warnings stay
+/// where they are (the connection stays with the client), an error weir shows itself, even
+/// once another client ran on the connection.
+#[test]
+fn statements_naming_no_table_leave_the_diagnostics_as_the_server_does() {
+    use common::raw::RawClient;
+    let warned: &[&[&str]] = &[
+        &["SELECT 1/0", "SELECT 1", "SHOW WARNINGS"],
+        &[
+            "SELECT CAST('1x' AS SIGNED)",
+            "SET @dg = 1",
+            "SELECT @@warning_count",
+            "SHOW WARNINGS",
+            "SHOW COUNT(*) WARNINGS",
+            "SHOW WARNINGS",
+        ],
+        &["SELECT 1/0", "SET NAMES utf8mb4", "DO 1", "SHOW WARNINGS"],
+        &["SELECT 1/0", "BEGIN", "SELECT 2", "COMMIT", "SHOW WARNINGS"],
+        &["SELECT 1/0", "SELECT 'a' + 1", "SHOW WARNINGS"],
+        &["SELECT 1/0", "SELECT COUNT(*) FROM dg_t", "SHOW WARNINGS"],
+        &[
+            "SELECT 1/0",
+            "SELECT 1 FROM dg_t LIMIT 0",
+            "SELECT 2",
+            "SHOW WARNINGS",
+        ],
+    ];
+    let failed: &[&[&str]] = &[
+        &["SELECT * FROM dg_nowhere", "SELECT 1", "SHOW ERRORS"],
+        &[
+            "SELECT * FROM dg_nowhere",
+            "SET @dg = 2",
+            "SELECT @@error_count",
+            "SHOW COUNT(*) ERRORS",
+            "SHOW WARNINGS",
+        ],
+        &[
+            "SELECT * FROM dg_nowhere",
+            "SELECT COUNT(*) FROM dg_t",
+            "SHOW ERRORS",
+        ],
+    ];
+    let run = |port: u16| {
+        let mut seen = Vec::new();
+        let login = || {
+            let (c, p) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+            assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+            c
+        };
+        for statements in warned {
+            let mut c = login();
+            for sql in *statements {
+                seen.push((sql.to_string(), c.query(sql)));
+            }
+        }
+        // Another client runs between the statements, on the one connection weir has.
+        let mut other = login();
+        for statements in failed {
+            let mut c = login();
+            for sql in *statements {
+                other.query("SELECT 1/0 AS theirs");
+                seen.push((sql.to_string(), c.query(sql)));
+            }
+        }
+        seen
+    };
+    primary("CREATE TABLE IF NOT EXISTS weirtest.dg_t (a INT)");
+    let direct = run(topo().primary.port);
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let through_weir = run(w.port);
+    for ((sql, d), (_, t)) in direct.iter().zip(&through_weir) {
+        assert_eq!(t, d, "{sql}");
+    }
 }
 
 /// Each client runs `SELECT 1` `times` times, all at once (a thread each).

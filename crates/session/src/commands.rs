@@ -4,7 +4,7 @@ use crate::cache::{cacheable_statement, CacheRule, RunQuery};
 use crate::client::{ClientError, Command};
 use crate::exec::{kill_on_backend, Limits};
 use crate::relay::ReplyOutcome;
-use crate::session::{lost_backend, Flow, Session};
+use crate::session::{conn_identity, lost_backend, Flow, Session};
 use crate::GlobalStats;
 use std::sync::Arc;
 use weir_backend::BackendError;
@@ -268,6 +268,14 @@ impl Session {
                 }
                 && self.cache_usable()
         });
+        // The previous statement's warnings are on the connection held now (the session
+        // keeps it for them): a statement that leaves them in place keeps it a while longer
+        // if it runs there (`after_reply`).
+        let warnings_here = (!no_diagnostics && last_error.is_none())
+            .then(|| self.backend.as_ref().map(conn_identity))
+            .flatten()
+            .filter(|_| scan.keeps_diagnostics);
+        self.carry_warnings = warnings_here;
         let flow = match cache_rule {
             Some(rule) => {
                 let run = RunQuery {
@@ -288,10 +296,23 @@ impl Session {
         // A COMMIT that failed (or that a rule refused) leaves the same transaction open.
         self.idle.transaction_boundary =
             scan.transaction_boundary && outcome.is_some_and(|o| o.error.is_none());
-        self.no_diagnostics = outcome.is_some_and(|o| o.error.is_none() && o.warnings == 0);
-        // An error is the only diagnostic of a statement that failed (warnings before it are
-        // not counted in an ERR): weir can show it when asked.
-        self.last_error = outcome.and_then(|o| o.error.clone());
+        self.carry_warnings = None;
+        let own_diagnostics = outcome.is_none_or(|o| o.error.is_some() || o.warnings > 0);
+        if scan.keeps_diagnostics && !own_diagnostics {
+            // The server leaves the previous statement's warnings or error in place. An error
+            // weir shows itself; warnings stay only where they are, on the connection the
+            // session still holds (elsewhere they are lost, and none are shown rather than
+            // another client's).
+            let kept_warnings = warnings_here.is_some()
+                && self.backend.as_ref().map(conn_identity) == warnings_here;
+            self.no_diagnostics = last_error.is_none() && !kept_warnings;
+            self.last_error = last_error;
+        } else {
+            self.no_diagnostics = !own_diagnostics;
+            // An error is the only diagnostic of a statement that failed (warnings before it
+            // are not counted in an ERR): weir can show it when asked.
+            self.last_error = outcome.and_then(|o| o.error.clone());
+        }
         self.row_count = flow
             .as_ref()
             .ok()
@@ -661,7 +682,12 @@ impl Session {
         // SQL_CALC_FOUND_ROWS: the next statement runs on this
         // connection; after warnings it does too if it can (SHOW WARNINGS must find them).
         self.hold_next = hold_next;
-        if outcome.warnings > 0 {
+        let carried = self.carry_warnings.take().is_some_and(|c| {
+            succeeded
+                && outcome.warnings == 0
+                && self.backend.as_ref().map(conn_identity) == Some(c)
+        });
+        if outcome.warnings > 0 || carried {
             self.keep_for = self.keep_for.max(1);
         }
         self.release();
@@ -680,7 +706,12 @@ impl Session {
         let mut out = bytes::BytesMut::new();
         match count {
             Some(name) => {
-                let col = [weir_wire::msg::ColumnSpec::unsigned_bigint(name)];
+                // Described as `SELECT @@session.warning_count` is: computed, nullable.
+                let col = [weir_wire::msg::ColumnSpec {
+                    flags: 32 | 128,
+                    named_column: false,
+                    ..weir_wire::msg::ColumnSpec::unsigned_bigint(name)
+                }];
                 let mut set = weir_wire::msg::TextResultSet::begin_columns_for(
                     &mut out,
                     seq,
@@ -739,7 +770,7 @@ impl Session {
                     set.row(&[
                         Some(b"Error".as_slice()),
                         Some(code.as_bytes()),
-                        Some(e.message.as_bytes()),
+                        Some(e.message_bytes()),
                     ]);
                 }
                 set.finish(status);

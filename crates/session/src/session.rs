@@ -73,6 +73,9 @@ pub struct Session {
     /// The server's error for the last query, when it failed: what `SHOW WARNINGS` / `SHOW
     /// ERRORS` show then, answered by weir once the connection is gone.
     pub(crate) last_error: Option<ErrInfo>,
+    /// The connection ([`conn_identity`]) holding the client's last warnings, while a
+    /// statement that leaves them in place runs: if it runs there, the connection stays.
+    pub(crate) carry_warnings: Option<(usize, u32)>,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     /// The client's statements by the ids weir gave them; looked up at every execution.
@@ -333,6 +336,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         failed_change_user: 0,
         no_diagnostics: true,
         last_error: None,
+        carry_warnings: None,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
         last_prepared: None,
@@ -1013,6 +1017,12 @@ fn statement_id(cmd: &Command) -> u32 {
     cmd.raw
         .get(5..9)
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Which backend connection this is, for telling whether a later statement ran on the same
+/// one: its server, and the server's id for it.
+pub(crate) fn conn_identity(b: &PooledConn) -> (usize, u32) {
+    (Arc::as_ptr(b.server()) as usize, b.conn_ref().connection_id)
 }
 
 /// The client-facing error for a pool failure.

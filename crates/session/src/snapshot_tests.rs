@@ -74,6 +74,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         after_hit: false,
         failed_change_user: 0,
         no_diagnostics: true,
+        carry_warnings: None,
         last_error: None,
         prepared: Default::default(),
         next_stmt_id: 0,

@@ -115,6 +115,12 @@ pub struct QueryScan {
     /// Whether a statement begins or ends a transaction (BEGIN, START TRANSACTION, COMMIT,
     /// ROLLBACK): the transaction open after it, if any, is a new one.
     pub transaction_boundary: bool,
+    /// Whether the statement leaves the previous statement's warnings and errors in place, as
+    /// the server does for a lone statement naming no table (a SELECT without FROM, SET, DO,
+    /// BEGIN, COMMIT, ROLLBACK, USE, and SHOW WARNINGS and the like) that raises none of its
+    /// own. Conservative: FROM anywhere,
+    /// or a sequence, counts as a table.
+    pub keeps_diagnostics: bool,
 }
 
 /// Bytes of an unquoted identifier or keyword: ASCII letters and digits, `_`, `$`, and any
@@ -138,15 +144,18 @@ fn is_ident_byte(b: u8) -> bool {
 }
 
 /// What a backquoted name called as a function tells about the statement (the unquoted ones
-/// are read inline in [`scan`], the same way).
+/// are read inline in [`scan`], the same way). Returns whether it names a sequence.
 #[cold]
 #[inline(never)]
-fn note_function(out: &mut QueryScan, w: &[u8]) {
+fn note_function(out: &mut QueryScan, w: &[u8]) -> bool {
     let is = |name: &[u8]| w.eq_ignore_ascii_case(name);
     match w.len() {
         6 if is(b"SETVAL") => out.sequence_write = true,
         7 if is(b"NEXTVAL") => out.sequence_write = true,
-        7 if is(b"LASTVAL") => out.reads_previous_result = true,
+        7 if is(b"LASTVAL") => {
+            out.reads_previous_result = true;
+            return true;
+        }
         8 if is(b"GET_LOCK") => out.pin.0 |= Pin::USER_LOCK,
         9 if is(b"ROW_COUNT") => out.reads_previous_result = true,
         10 if is(b"FOUND_ROWS") => out.reads_previous_result = true,
@@ -155,6 +164,7 @@ fn note_function(out: &mut QueryScan, w: &[u8]) {
         17 if is(b"RELEASE_ALL_LOCKS") => out.pin.0 |= Pin::USER_LOCK,
         _ => {}
     }
+    false
 }
 
 /// Scans a query.
@@ -178,7 +188,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
         transaction_boundary: false,
         statement_scoped_set: false,
         sequence_write: false,
+        keeps_diagnostics: false,
     };
+    // FROM, TABLE or a sequence was named: the server clears the previous diagnostics.
+    let mut names_table = false;
     // The previous word was NEXT (1) or PREVIOUS (2): `NEXT VALUE FOR seq` advances a
     // sequence, `PREVIOUS VALUE FOR seq` reads the connection's last value of it.
     let mut value_for = 0u8;
@@ -216,6 +229,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 classify(words, nwords)
             };
             if out.statements == 1 {
+                out.keeps_diagnostics = leaves_diagnostics(words, nwords);
                 out.kind = kind;
                 out.command = command_of(&words[..nwords], for_update);
                 if kind == StatementKind::Use {
@@ -228,6 +242,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     out.text_prepare = parse_text_prepare(words, nwords);
                 }
             } else {
+                out.keeps_diagnostics = false;
                 out.use_schema = None;
                 out.kill = None;
                 out.text_prepare = None;
@@ -312,7 +327,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                         j += 1;
                     }
                     if j < n && q[j] == b'(' {
-                        note_function(&mut out, name);
+                        names_table |= note_function(&mut out, name);
                     }
                 }
                 sysvar = false;
@@ -434,12 +449,24 @@ pub fn scan(q: &[u8]) -> QueryScan {
                             out.sequence_write = true;
                         } else {
                             out.reads_previous_result = true;
+                            names_table = true;
                         }
+                        value_for = 0;
+                    }
+                    4 if w.eq_ignore_ascii_case(b"FROM") => {
+                        names_table = true;
+                        value_for = 0;
+                    }
+                    5 if w.eq_ignore_ascii_case(b"TABLE") => {
+                        names_table = true;
                         value_for = 0;
                     }
                     6 if w.eq_ignore_ascii_case(b"SETVAL") => out.sequence_write = true,
                     7 if w.eq_ignore_ascii_case(b"NEXTVAL") => out.sequence_write = true,
-                    7 if w.eq_ignore_ascii_case(b"LASTVAL") => out.reads_previous_result = true,
+                    7 if w.eq_ignore_ascii_case(b"LASTVAL") => {
+                        out.reads_previous_result = true;
+                        names_table = true;
+                    }
                     _ => value_for = 0,
                 }
                 // The same names as `note_function`, inline: this runs for every word.
@@ -483,7 +510,28 @@ pub fn scan(q: &[u8]) -> QueryScan {
         out.pin.0 |= Pin::UNTRACKED;
     }
     out.kill_in_batch = kills > 0 && out.statements > 1;
+    out.keeps_diagnostics &= !names_table && !out.sequence_write;
     out
+}
+
+/// Whether a statement of this kind leaves the previous statement's diagnostics in place
+/// when it names no table (checked by the caller). `SET STATEMENT ... FOR` is left out: the
+/// statement it runs may be anything.
+fn leaves_diagnostics(words: &[&[u8]; 4], nwords: usize) -> bool {
+    let w0 = words[0];
+    let w1 = if nwords > 1 { words[1] } else { &[][..] };
+    eq(w0, "SELECT")
+        || eq(w0, "VALUES")
+        || eq(w0, "DO")
+        || eq(w0, "USE")
+        || (eq(w0, "BEGIN") && !eq(w1, "NOT"))
+        || eq(w0, "COMMIT")
+        || (eq(w0, "START") && eq(w1, "TRANSACTION"))
+        || (eq(w0, "ROLLBACK") && !eq(w1, "TO") && !eq(w1, "WORK"))
+        || (eq(w0, "SET") && !eq(w1, "STATEMENT"))
+        // The statements that read them.
+        || (eq(w0, "SHOW") && (eq(w1, "WARNINGS") || eq(w1, "ERRORS") || eq(w1, "COUNT")))
+        || (eq(w0, "GET") && (eq(w1, "DIAGNOSTICS") || eq(w1, "CURRENT")))
 }
 
 /// Kind and pins of `SET STATEMENT ... FOR stmt`: those of `stmt` (state weir does not follow
@@ -836,6 +884,53 @@ mod tests {
         for b in 0..=255u8 {
             let expected = b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
             assert_eq!(is_ident_byte(b), expected, "{b}");
+        }
+    }
+
+    #[test]
+    fn statements_that_leave_the_diagnostics_in_place() {
+        for q in [
+            "SELECT 1",
+            "select @a, NOW(), f(1) ",
+            "(SELECT 1) UNION (SELECT 2)",
+            "SELECT 'from t', `table`",
+            "SELECT 1 INTO @v",
+            "SET NAMES utf8mb4",
+            "SET @a = (SELECT 1), autocommit = 0",
+            "DO SLEEP(0)",
+            "USE db",
+            "BEGIN",
+            "START TRANSACTION READ ONLY",
+            "COMMIT",
+            "ROLLBACK",
+            "SELECT ROW_COUNT();",
+            "SHOW WARNINGS LIMIT 1",
+            "show count(*) errors",
+            "GET DIAGNOSTICS @n = NUMBER",
+        ] {
+            assert!(scan(q.as_bytes()).keeps_diagnostics, "{q}");
+        }
+        for q in [
+            "SELECT 1 FROM DUAL",
+            "SELECT a FROM t",
+            "SET @a = (SELECT a FROM t)",
+            "SELECT NEXTVAL(s)",
+            "SELECT `nextval`(s)",
+            "SELECT LASTVAL(s)",
+            "SELECT `LASTVAL` (s)",
+            "SELECT NEXT VALUE FOR s",
+            "SELECT PREVIOUS VALUE FOR s",
+            "SET STATEMENT max_statement_time = 1 FOR SELECT 1",
+            "BEGIN NOT ATOMIC SELECT 1 END",
+            "ROLLBACK TO s",
+            "TABLE t",
+            "WITH c AS (SELECT 1) SELECT * FROM c",
+            "INSERT INTO t VALUES (1)",
+            "SHOW VARIABLES",
+            "SELECT 1; SELECT 2",
+            "CALL p()",
+        ] {
+            assert!(!scan(q.as_bytes()).keeps_diagnostics, "{q}");
         }
     }
 

@@ -69,6 +69,9 @@ pub struct ErrInfo {
     pub state: [u8; 5],
     /// Human-readable message.
     pub message: String,
+    /// The server's bytes of the message when they are not UTF-8 (a `character_set_results`
+    /// such as latin1): what is sent on, so that the client reads what the server wrote.
+    pub raw_message: Option<Box<[u8]>>,
 }
 
 impl ErrInfo {
@@ -82,6 +85,7 @@ impl ErrInfo {
             code,
             state: st,
             message: message.into(),
+            raw_message: None,
         }
     }
 
@@ -95,12 +99,27 @@ impl ErrInfo {
             r.u8("#")?;
             state.copy_from_slice(r.take(5, "sqlstate")?);
         }
-        let message = String::from_utf8_lossy(r.rest()).into_owned();
+        let rest = r.rest();
+        let (message, raw_message) = match std::str::from_utf8(rest) {
+            Ok(m) => (m.to_owned(), None),
+            Err(_) => (
+                String::from_utf8_lossy(rest).into_owned(),
+                Some(rest.into()),
+            ),
+        };
         Ok(ErrInfo {
             code,
             state,
             message,
+            raw_message,
         })
+    }
+
+    /// The message as the server wrote it (as weir wrote it, for weir's own errors).
+    pub fn message_bytes(&self) -> &[u8] {
+        self.raw_message
+            .as_deref()
+            .unwrap_or(self.message.as_bytes())
     }
 
     /// SQLSTATE as text.
@@ -116,7 +135,7 @@ impl ErrInfo {
         out.put_u8(b'#');
         out.put_slice(&self.state);
         // Keep well under one frame whatever the message.
-        let msg = self.message.as_bytes();
+        let msg = self.message_bytes();
         out.put_slice(&msg[..msg.len().min(16_000)]);
         finish_packet(out, start);
     }
@@ -421,6 +440,13 @@ mod tests {
         e.write(&mut out, 2);
         assert_eq!(out[3], 2);
         assert_eq!(ErrInfo::parse(&out[4..]).unwrap(), e);
+        // A message in latin1 goes on byte for byte.
+        let latin1 = b"\xff\x7a\x04#42S02Table 'db.t\xe9' doesn't exist";
+        let e = ErrInfo::parse(latin1).unwrap();
+        assert_eq!(e.message, "Table 'db.t\u{fffd}' doesn't exist");
+        let mut out = BytesMut::new();
+        e.write(&mut out, 1);
+        assert_eq!(&out[4..], latin1);
     }
 
     #[test]
