@@ -2188,3 +2188,51 @@ fn admin_interfaces_change_at_load() {
     // The client port is untouched by the attempt.
     assert!(client(&w, "SELECT 1").ok);
 }
+
+/// Queries_frontends_bytes_recv / _sent count the bytes clients send and get, exactly: what
+/// a session received is counted when its next command comes, and kept once it ends.
+#[test]
+fn frontend_bytes_count_what_clients_send_and_receive() {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let w = start("");
+    let global = |name: &str| -> u64 {
+        let rows = table(
+            &w,
+            &format!(
+                "SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = '{name}'"
+            ),
+        );
+        rows[0]["Variable_Value"].parse().unwrap()
+    };
+    let frontend = || {
+        (
+            global("Queries_frontends_bytes_recv"),
+            global("Queries_frontends_bytes_sent"),
+        )
+    };
+    // Packets with their 4-byte headers.
+    let size = |reply: &[Vec<u8>]| reply.iter().map(|p| 4 + p.len() as u64).sum::<u64>();
+    let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let mut got = size(&c.query("SELECT 1"));
+    let (recv0, sent0) = frontend();
+    let mut sent = 0;
+    for q in [
+        "SELECT REPEAT('x', 1000)",
+        "SELECT a FROM (SELECT 1 a UNION SELECT 2) t",
+        "DO 1",
+        "SELECT * FROM no_such_table_fb",
+    ] {
+        sent += 5 + q.len() as u64;
+        got += size(&c.query(q));
+    }
+    sent += 5;
+    let pong = size(&c.command(&[0x0e], Expect::Status));
+    assert_eq!(frontend(), (recv0 + sent, sent0 + got));
+    // The rest is counted when the client leaves (its QUIT too).
+    c.send(&[0x01]);
+    drop(c);
+    wait_until("the session's end counted", Duration::from_secs(5), || {
+        frontend() == (recv0 + sent + 5, sent0 + got + pong)
+    });
+}

@@ -87,6 +87,10 @@ pub struct ClientConn {
     pub local_port: u16,
     /// The scramble of the greeting, against which COM_CHANGE_USER is checked too.
     pub scramble: [u8; 20],
+    /// Bytes read from the client (Queries_frontends_bytes_recv).
+    pub bytes_in: u64,
+    /// Bytes sent to the client (Queries_frontends_bytes_sent).
+    pub bytes_out: u64,
 }
 
 impl ClientConn {
@@ -122,6 +126,8 @@ impl ClientConn {
             host,
             port,
             scramble: [0; 20],
+            bytes_in: 0,
+            bytes_out: 0,
         }
     }
 
@@ -155,9 +161,11 @@ impl ClientConn {
             if self.rbuf.capacity() - self.rbuf.len() < want {
                 self.rbuf.reserve(want);
             }
-            if self.stream.read_buf(&mut self.rbuf).await? == 0 {
+            let n = self.stream.read_buf(&mut self.rbuf).await?;
+            if n == 0 {
                 return Err(ClientError::Closed);
             }
+            self.bytes_in += n as u64;
         }
     }
 
@@ -167,7 +175,9 @@ impl ClientConn {
         if self.rbuf.capacity() - self.rbuf.len() < 1024 {
             self.rbuf.reserve(16 * 1024);
         }
-        self.stream.read_buf(&mut self.rbuf).await
+        let n = self.stream.read_buf(&mut self.rbuf).await?;
+        self.bytes_in += n as u64;
+        Ok(n)
     }
 
     /// Takes the bytes read from the client and not consumed yet (a fast_forward session
@@ -184,6 +194,7 @@ impl ClientConn {
     /// Sends what was built in `wbuf`.
     pub async fn flush_wbuf(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
+            self.bytes_out += self.wbuf.len() as u64;
             self.stream.write_all(&self.wbuf).await?;
             self.wbuf.clear();
         }

@@ -110,6 +110,7 @@ async fn relay(
         conn.stream.write_all(&early).await?;
     }
     if !conn.rbuf.is_empty() {
+        client.bytes_out += conn.rbuf.len() as u64;
         client.stream.write_all(&conn.rbuf).await?;
         conn.rbuf.clear();
     }
@@ -159,6 +160,7 @@ async fn relay(
                 last_traffic = Instant::now();
                 clients_turn = packets.client_sent(&up);
                 sent += n as u64;
+                client.bytes_in += n as u64;
                 if let Err(e) = conn.stream.write_all(&up).await {
                     break Err(e);
                 }
@@ -169,6 +171,7 @@ async fn relay(
                 clients_turn = true;
                 packets.server_spoke();
                 received += n as u64;
+                client.bytes_out += n as u64;
                 if let Err(e) = client.stream.write_all(&down).await {
                     break Err(e);
                 }

@@ -55,6 +55,11 @@ pub struct SessionHandle {
     kill_query_wake: Notify,
     /// What the session is doing (processlist); only the session writes it.
     pub(crate) activity: Mutex<Activity>,
+    /// Bytes read from the client so far, as last published by the session (which alone
+    /// writes it, at each command and at its end: no shared cache line per query).
+    pub bytes_in: AtomicU64,
+    /// Bytes sent to the client so far, published as `bytes_in`.
+    pub bytes_out: AtomicU64,
 }
 
 impl SessionHandle {
@@ -117,6 +122,12 @@ impl SessionHandle {
         }
     }
 
+    /// Publishes the client's byte counts (see `bytes_in`).
+    pub fn publish_bytes(&self, bytes_in: u64, bytes_out: u64) {
+        self.bytes_in.store(bytes_in, Ordering::Relaxed);
+        self.bytes_out.store(bytes_out, Ordering::Relaxed);
+    }
+
     /// A new command: KILL QUERYs that came before are not for it (on the server too, a
     /// KILL QUERY of an idle thread stops nothing).
     pub fn new_command(&self) {
@@ -137,6 +148,9 @@ pub struct Registry {
     next_id: AtomicU32,
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
     per_user: Mutex<HashMap<String, u32>>,
+    /// Client bytes (read, sent) of the sessions that ended; changed under `sessions`' lock,
+    /// so that [`Registry::frontend_bytes`] counts a session exactly once.
+    ended_bytes: (AtomicU64, AtomicU64),
 }
 
 /// Removes the session from the registry when dropped.
@@ -148,7 +162,19 @@ pub struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.registry.sessions.lock().remove(&self.handle.id);
+        {
+            let mut sessions = self.registry.sessions.lock();
+            sessions.remove(&self.handle.id);
+            let (bytes_in, bytes_out) = &self.registry.ended_bytes;
+            bytes_in.fetch_add(
+                self.handle.bytes_in.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            bytes_out.fetch_add(
+                self.handle.bytes_out.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
         let user = self.handle.user.lock().clone();
         if !user.is_empty() {
             self.registry.leave_user(&user);
@@ -182,6 +208,8 @@ impl Registry {
             kill_query_pending: AtomicBool::new(false),
             kill_query_wake: Notify::new(),
             activity: Mutex::new(Activity::new(Instant::now())),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
         });
         self.sessions.lock().insert(id, handle.clone());
         Registration {
@@ -203,6 +231,21 @@ impl Registry {
     /// Looks a session up.
     pub fn get(&self, id: u32) -> Option<Arc<SessionHandle>> {
         self.sessions.lock().get(&id).cloned()
+    }
+
+    /// Bytes (read from, sent to) clients since weir started, as far as their sessions
+    /// published them (Queries_frontends_bytes_recv / _sent).
+    pub fn frontend_bytes(&self) -> (u64, u64) {
+        let sessions = self.sessions.lock();
+        let (mut bytes_in, mut bytes_out) = (
+            self.ended_bytes.0.load(Ordering::Relaxed),
+            self.ended_bytes.1.load(Ordering::Relaxed),
+        );
+        for h in sessions.values() {
+            bytes_in += h.bytes_in.load(Ordering::Relaxed);
+            bytes_out += h.bytes_out.load(Ordering::Relaxed);
+        }
+        (bytes_in, bytes_out)
     }
 
     /// All sessions.

@@ -315,6 +315,7 @@ impl Relay<'_> {
         } else {
             &self.conn.rbuf[from..to]
         };
+        self.client.bytes_out += out.len() as u64;
         self.client
             .stream
             .write_all(out)

@@ -303,6 +303,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
             login.next_seq,
         ))
         .await;
+        handle.publish_bytes(client.bytes_in, client.bytes_out);
         drop(registration);
         return;
     }
@@ -364,6 +365,9 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     // the task of every idle client.
     if login.database.is_some() && !Box::pin(session.login_schema_exists(login.next_seq)).await {
         session.finish().await;
+        session
+            .handle
+            .publish_bytes(session.client.bytes_in, session.client.bytes_out);
         drop(registration);
         return;
     }
@@ -376,6 +380,9 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
     }
     session.run().await;
     session.finish().await;
+    session
+        .handle
+        .publish_bytes(session.client.bytes_in, session.client.bytes_out);
     drop(registration);
 }
 
@@ -524,6 +531,8 @@ impl Session {
             let started = Instant::now();
             crate::busy_poll::note_command();
             GlobalStats::inc(&self.shared.stats.questions);
+            self.handle
+                .publish_bytes(self.client.bytes_in, self.client.bytes_out);
             if cmd.code() == com::QUIT {
                 break;
             }

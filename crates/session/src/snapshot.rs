@@ -178,6 +178,7 @@ fn global_rows(
     let st = &shared.stats;
     let get = GlobalStats::get;
     let totals = shared.pool.totals();
+    let frontend_bytes = shared.registry.frontend_bytes();
     let server_connected: u64 = servers
         .iter()
         .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
@@ -185,7 +186,7 @@ fn global_rows(
     let qc = shared.cache.stats();
     let stmts = shared.statements.counts();
     let count = |cmd| shared.commands.count(cmd);
-    let rows: [(&str, u64); 57] = [
+    let rows: [(&str, u64); 59] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("MySQL_Thread_Workers", weir_pool::worker::count() as u64),
         (
@@ -263,6 +264,8 @@ fn global_rows(
         ("MyHGM_myconnpoll_destroy", totals.closed),
         ("Queries_backends_bytes_sent", totals.bytes_sent),
         ("Queries_backends_bytes_recv", totals.bytes_recv),
+        ("Queries_frontends_bytes_sent", frontend_bytes.1),
+        ("Queries_frontends_bytes_recv", frontend_bytes.0),
         ("Questions", get(&st.questions)),
         (
             "mysql_killed_backend_queries",
