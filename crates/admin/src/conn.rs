@@ -33,6 +33,10 @@ const ADMIN_CAPS: u32 = cap::LONG_PASSWORD
 /// Largest admin statement accepted (ProxySQL scripts insert thousands of rules at once).
 const MAX_ADMIN_PACKET: usize = 64 << 20;
 
+/// Largest packet before login (a handshake response, an authentication answer), as on the
+/// proxy port: a client that has not logged in makes weir hold no more.
+const MAX_LOGIN_PACKET: usize = 64 << 10;
+
 /// A silent client is dropped after this long in the connection phase.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -55,9 +59,10 @@ struct Conn<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    async fn read_packet(&mut self) -> std::io::Result<Option<(Vec<u8>, u8)>> {
+    /// Reads one logical packet of at most `max` bytes.
+    async fn read_packet(&mut self, max: usize) -> std::io::Result<Option<(Vec<u8>, u8)>> {
         loop {
-            match take_logical_packet(&mut self.rbuf, MAX_ADMIN_PACKET) {
+            match take_logical_packet(&mut self.rbuf, max) {
                 Ok(Framed::Packet {
                     raw,
                     frames,
@@ -67,7 +72,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Ok(Framed::Incomplete) => {}
                 Err(n) => {
                     return Err(std::io::Error::other(format!(
-                        "admin packet of {n} bytes is over the {MAX_ADMIN_PACKET}-byte limit"
+                        "admin packet of {n} bytes is over the {max}-byte limit"
                     )))
                 }
             }
@@ -163,7 +168,7 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     }
     .write(&mut conn.wbuf);
     conn.flush().await?;
-    let Some((payload, last_seq)) = conn.read_packet().await? else {
+    let Some((payload, last_seq)) = conn.read_packet(MAX_LOGIN_PACKET).await? else {
         return Ok(None);
     };
     let mut seq = last_seq.wrapping_add(1);
@@ -216,7 +221,7 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 data.push(0);
                 write_auth_switch(&mut conn.wbuf, seq, p, &data);
                 conn.flush().await?;
-                let Some((reply, last)) = conn.read_packet().await? else {
+                let Some((reply, last)) = conn.read_packet(MAX_LOGIN_PACKET).await? else {
                     return Ok(None);
                 };
                 seq = last.wrapping_add(1);
@@ -265,7 +270,7 @@ async fn command_loop<S: AsyncRead + AsyncWrite + Unpin>(
     session: &mut AdminSession,
 ) -> std::io::Result<()> {
     loop {
-        let Some((payload, last_seq)) = conn.read_packet().await? else {
+        let Some((payload, last_seq)) = conn.read_packet(MAX_ADMIN_PACKET).await? else {
             return Ok(());
         };
         let seq = last_seq.wrapping_add(1);

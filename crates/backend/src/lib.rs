@@ -69,7 +69,20 @@ fn note_mariadb_capabilities(caps: u32) {
     MARIADB_CAPABILITIES.store(caps, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether the last backend server weir connected to is MariaDB.
+static SERVER_IS_MARIADB: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether the last backend server weir connected to is MariaDB (also before any connected):
+/// a hint for per-statement choices where MariaDB and MySQL differ, one relaxed load.
+pub fn backend_is_mariadb() -> bool {
+    SERVER_IS_MARIADB.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn note_server_version(version: &str) {
+    SERVER_IS_MARIADB.store(
+        version.contains("MariaDB"),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let known = SERVER_VERSION.load();
     if known.as_deref().map(String::as_str) != Some(version) {
         SERVER_VERSION.store(Some(std::sync::Arc::new(version.to_string())));

@@ -994,7 +994,7 @@ async fn run_init_connect(conn: &mut BackendConn, sql: &str) -> Result<(), Backe
     };
     run.await.map_err(|e| match e {
         BackendError::Server(mut info) => {
-            info.message = format!("mysql-init_connect failed: {}", info.message);
+            info.prefix_message("mysql-init_connect failed: ");
             BackendError::Server(info)
         }
         other => other,

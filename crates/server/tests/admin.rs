@@ -2236,3 +2236,39 @@ fn frontend_bytes_count_what_clients_send_and_receive() {
         frontend() == (recv0 + sent + 5, sent0 + got + pong)
     });
 }
+
+/// The admin port frames a result row of 16 MiB or more in several packets, as the protocol
+/// wants, and holds at most 64 KiB for a client that has not logged in.
+#[test]
+fn admin_big_rows_are_framed_and_logins_are_small() {
+    use common::raw::RawClient;
+    let w = start("");
+    let (mut c, ok) = RawClient::login(w.admin_port, "admin", "admin", None);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let n = 17_000_000;
+    let reply = c.query(&format!("SELECT printf('%.*c', {n}, 'a') AS big"));
+    let row = common::raw::text_first_row(&reply);
+    assert_eq!(row[0].as_ref().map(String::len), Some(n));
+    // The connection is still in step.
+    let reply = c.query("SELECT 1 AS one");
+    assert_eq!(common::raw::text_first_row(&reply)[0].as_deref(), Some("1"));
+
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", w.admin_port)).unwrap();
+    use std::io::{Read, Write};
+    let mut greeting = [0u8; 4];
+    s.read_exact(&mut greeting).unwrap();
+    let len = usize::from(greeting[0]) | usize::from(greeting[1]) << 8;
+    let mut rest = vec![0u8; len];
+    s.read_exact(&mut rest).unwrap();
+    // A handshake response announcing 1 MiB: refused before it is read.
+    s.write_all(&[0, 0, 0x10, 1]).unwrap();
+    let _ = s.write_all(&[b'A'; 4096]);
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 64];
+    // Closed at once (or an error sent first), not after the 10 s handshake timeout.
+    match s.read(&mut buf) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the admin port kept reading a 1 MiB login packet: {e}"),
+    }
+}

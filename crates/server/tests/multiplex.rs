@@ -919,6 +919,7 @@ fn show_warnings_after_an_error_is_described_in_the_results_charset() {
         "SET NAMES latin1",
         "SET NAMES utf8mb4 COLLATE utf8mb4_bin",
         "SET character_set_results = utf8mb3",
+        "SET character_set_results = NULL",
         "SET NAMES utf8mb4",
     ] {
         let direct = run(topo().primary.port, names);
@@ -3121,7 +3122,8 @@ fn show_warnings_after_an_error_shows_it() {
 /// the previous statement's warnings or error in place on the server; one that reads a table
 /// or raises its own replaces them. Through weir the same, packet for packet: warnings stay
 /// where they are (the connection stays with the client), an error weir shows itself, even
-/// once another client ran on the connection.
+/// once another client ran on the connection; and a connection another client left warnings
+/// on never shows them, even to a statement that keeps it (a transaction, a lock).
 #[test]
 fn statements_naming_no_table_leave_the_diagnostics_as_the_server_does() {
     use common::raw::RawClient;
@@ -3161,6 +3163,64 @@ fn statements_naming_no_table_leave_the_diagnostics_as_the_server_does() {
             "SHOW ERRORS",
         ],
     ];
+    // The connection a statement naming no table gets (and keeps) was another client's,
+    // whose warning is on it: (whether the other client runs it, statement).
+    let taken_over: &[&[(bool, &str)]] = &[
+        &[
+            (false, "SELECT * FROM dg_nowhere"),
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "BEGIN"),
+            (false, "SHOW WARNINGS"),
+            (false, "SHOW COUNT(*) ERRORS"),
+            (false, "SELECT @@warning_count"),
+            (false, "COMMIT"),
+            (false, "SHOW ERRORS"),
+        ],
+        &[
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "SELECT GET_LOCK('dg_lock', 0)"),
+            (false, "SHOW WARNINGS"),
+            (false, "SHOW COUNT(*) WARNINGS"),
+            (false, "GET DIAGNOSTICS @dg_n = NUMBER"),
+            (false, "SELECT @dg_n"),
+            (false, "SELECT RELEASE_LOCK('dg_lock')"),
+        ],
+        // (GET DIAGNOSTICS last: its user variable keeps the connection with the client.)
+        &[
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "SHOW WARNINGS LIMIT 5"),
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "GET DIAGNOSTICS @dg_n = NUMBER"),
+            (false, "SELECT @dg_n"),
+        ],
+        // Forms weir does not answer itself run on a connection cleared first.
+        &[
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "SHOW WARNINGS LIMIT 0, 5"),
+            (true, "SELECT * FROM dg_theirs"),
+            (false, "SHOW ERRORS LIMIT 1"),
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "SELECT @@warning_count, @@error_count"),
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "SELECT @@local.warning_count + 0"),
+        ],
+        // What weir answers itself ends the previous statement as the server's answer does.
+        &[
+            (false, "UPDATE dg_t SET a = a + 1"),
+            (false, "SHOW WARNINGS"),
+            (true, "UPDATE dg_t SET a = a"),
+            (false, "SELECT ROW_COUNT()"),
+        ],
+        // GET DIAGNOSTICS assigns user variables: another client never reads them.
+        &[
+            (true, "BEGIN"),
+            (true, "SELECT * FROM dg_theirs"),
+            (true, "GET DIAGNOSTICS CONDITION 1 @dg_m = MESSAGE_TEXT"),
+            (true, "COMMIT"),
+            (true, "QUIT"),
+            (false, "SELECT @dg_m"),
+        ],
+    ];
     let run = |port: u16| {
         let mut seen = Vec::new();
         let login = || {
@@ -3183,15 +3243,99 @@ fn statements_naming_no_table_leave_the_diagnostics_as_the_server_does() {
                 seen.push((sql.to_string(), c.query(sql)));
             }
         }
+        for steps in taken_over {
+            let mut c = login();
+            let mut other = login();
+            for &(by_other, sql) in *steps {
+                if by_other && sql == "QUIT" {
+                    other = login();
+                } else if by_other {
+                    other.query(sql);
+                } else {
+                    seen.push((sql.to_string(), c.query(sql)));
+                }
+            }
+        }
         seen
     };
     primary("CREATE TABLE IF NOT EXISTS weirtest.dg_t (a INT)");
+    primary("DELETE FROM weirtest.dg_t");
+    primary("INSERT INTO weirtest.dg_t VALUES (1), (2)");
     let direct = run(topo().primary.port);
     let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
     let through_weir = run(w.port);
     for ((sql, d), (_, t)) in direct.iter().zip(&through_weir) {
         assert_eq!(t, d, "{sql}");
     }
+}
+
+/// A prepared statement reading the diagnostics (`SELECT @@warning_count`, `SHOW WARNINGS`)
+/// never reads another client's, on a connection another client left warnings on.
+#[test]
+fn prepared_statements_read_no_other_clients_diagnostics() {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let run = |port: u16| {
+        let login = || RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest")).0;
+        let mut seen = Vec::new();
+        for text in [
+            "SELECT @@warning_count",
+            "SHOW WARNINGS",
+            "SHOW COUNT(*) WARNINGS",
+        ] {
+            let mut c = login();
+            let mut other = login();
+            let prepared = c.command(&[b"\x16", text.as_bytes()].concat(), Expect::Prepare);
+            assert_eq!(prepared[0][0], 0, "{prepared:?}");
+            let execute = [&[0x17][..], &prepared[0][1..5], &[0, 1, 0, 0, 0]].concat();
+            other.query("SELECT 1/0 AS theirs");
+            seen.push((text, c.command(&execute, Expect::ResultSets)));
+            // In a transaction, which keeps the connection it gets.
+            other.query("SELECT 1/0 AS theirs");
+            c.query("BEGIN");
+            seen.push((text, c.command(&execute, Expect::ResultSets)));
+            c.query("COMMIT");
+        }
+        seen
+    };
+    let direct = run(topo().primary.port);
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let through_weir = run(w.port);
+    for ((text, d), (_, t)) in direct.iter().zip(&through_weir) {
+        assert_eq!(t, d, "{text}");
+    }
+}
+
+/// A failed query's error kept across a `SET NAMES` that changes character_set_results: the
+/// server shows it converted; weir, which has the server's bytes in the old character set,
+/// shows none rather than text in the wrong one. An ASCII message reads the same in both: it
+/// is shown.
+#[test]
+fn a_kept_error_is_not_shown_in_another_character_set() {
+    use common::raw::RawClient;
+    use weir_wire::reply::Expect;
+    let w = start_with_max(1, "auto_increment_delay_multiplex = 0");
+    let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let (mut other, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    let failed = c.command(
+        "\x03SELECT * FROM dg_nowhere_\u{e9}".as_bytes(),
+        Expect::ResultSets,
+    );
+    assert_eq!(common::raw::err_code(&failed[0]), Some(1146));
+    c.query("SET NAMES latin1");
+    other.query("SELECT 1");
+    // No row: column count, 3 definitions, 2 EOFs.
+    assert_eq!(c.query("SHOW WARNINGS").len(), 6);
+    let failed = c.query("SELECT * FROM dg_nowhere_ascii");
+    assert_eq!(common::raw::err_code(&failed[0]), Some(1146));
+    c.query("SET NAMES utf8mb4");
+    other.query("SELECT 1");
+    let shown = c.query("SHOW WARNINGS");
+    assert_eq!(shown.len(), 7, "{shown:?}");
+    assert_eq!(
+        common::raw::text_first_row(&shown)[1].as_deref(),
+        Some("1146")
+    );
 }
 
 /// Each client runs `SELECT 1` `times` times, all at once (a thread each).

@@ -175,6 +175,8 @@ impl Session {
                     self.release();
                 }
                 self.after_hit = true;
+                // A hit leaves no diagnostics, on no connection.
+                self.diag_on = None;
                 self.client.flush_wbuf().await?;
                 self.cache_hit = true;
                 Ok(Some(ReplyOutcome {
@@ -236,7 +238,7 @@ impl Session {
             && !capture.overflow
             && !capture.buf.is_empty()
             && o.status & (status::IN_TRANS | status::MORE_RESULTS_EXISTS) == 0
-            && o.warnings == 0
+            && !o.warned
             && (o.rows > 0 || stores_empty);
         if storable {
             fill.store(capture.buf.freeze(), rule.ttl);

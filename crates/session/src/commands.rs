@@ -4,7 +4,7 @@ use crate::cache::{cacheable_statement, CacheRule, RunQuery};
 use crate::client::{ClientError, Command};
 use crate::exec::{kill_on_backend, Limits};
 use crate::relay::ReplyOutcome;
-use crate::session::{conn_identity, lost_backend, Flow, Session};
+use crate::session::{lost_backend, Flow, Session};
 use crate::GlobalStats;
 use std::sync::Arc;
 use weir_backend::BackendError;
@@ -186,64 +186,85 @@ impl Session {
             let p = cmd.payload();
             self.plan_effects(p.get(1..).unwrap_or_default(), &scan)
         };
-        // What the previous statement left on its connection (LAST_INSERT_ID(), FOUND_ROWS(),
-        // warnings) is read there, wherever the rules route the query, while the session
-        // still keeps that connection (mysql-auto_increment_delay_multiplex, the statement
-        // right after SQL_CALC_FOUND_ROWS or warnings).
-        if (scan.reads_last_insert_id || scan.reads_previous_result)
+        let plain = decision.error_msg.is_none()
+            && decision.ok_msg.is_none()
+            && decision.rewritten.is_none();
+        // A statement reading the client's diagnostics (SHOW WARNINGS, `SELECT @@warning_count`
+        // ...) runs where they are, on the connection the session still holds since they came;
+        // anywhere else it would read another client's.
+        let diagnostics_here = diagnostics_on_held(self);
+        let reads_diagnostics = scan.reads_diagnostics;
+        if reads_diagnostics && diagnostics_here {
+            if let Some(b) = &self.backend {
+                decision.destination_hostgroup = Some(b.server().spec().hostgroup);
+            }
+        } else if reads_diagnostics && plain {
+            // Answered by weir: none, or the error the last statement failed with (warnings
+            // whose connection gave way to waiting statements, or went elsewhere, are lost).
+            let (shown, local) = {
+                let p = cmd.payload();
+                let text = p.get(1..).unwrap_or_default();
+                (diagnostics_query(text), previous_fact_query(text))
+            };
+            if !no_diagnostics && last_error.is_none() {
+                tracing::debug!(
+                    session = self.handle.id,
+                    "the last statement's warnings went with the connection it gave up"
+                );
+            }
+            let answered = if let Some(count) = shown {
+                self.answer_no_diagnostics(count, seq, last_error.as_ref())
+                    .await?;
+                self.row_count = Some(-1);
+                true
+            } else if let Some((PreviousFact::WarningCount | PreviousFact::ErrorCount, alias)) =
+                local
+            {
+                let value = Fact::UnsignedVariable(u64::from(last_error.is_some()));
+                self.answer_fact(&alias, value, seq).await?;
+                self.row_count = Some(-1);
+                self.found_rows = Some(1);
+                true
+            } else {
+                // A form weir does not answer (GET DIAGNOSTICS, SHOW WARNINGS LIMIT ..., a
+                // count in a larger query): it runs on a connection whose diagnostics are
+                // cleared first, so that it reads none rather than another client's.
+                self.effects.clear_diagnostics = true;
+                false
+            };
+            if answered {
+                // A diagnostic statement leaves the diagnostics as they were.
+                self.no_diagnostics = no_diagnostics;
+                self.last_error = last_error;
+                self.decision = decision;
+                self.effects = Default::default();
+                return Ok(Flow::Continue);
+            }
+        } else if (scan.reads_last_insert_id || scan.reads_previous_result)
             && (self.keep_for > 0 || self.hold_next)
         {
+            // What the previous statement left on its connection (LAST_INSERT_ID(),
+            // FOUND_ROWS(), ROW_COUNT()) is read there, wherever the rules route the query,
+            // while the session still keeps that connection (mysql-auto_increment_delay_
+            // multiplex, the statement right after SQL_CALC_FOUND_ROWS).
             if let Some(b) = &self.backend {
                 decision.destination_hostgroup = Some(b.server().spec().hostgroup);
             }
         } else if (scan.reads_last_insert_id || scan.reads_previous_result)
             && (self.backend.is_none() || after_hit)
-            && decision.error_msg.is_none()
-            && decision.ok_msg.is_none()
-            && decision.rewritten.is_none()
+            && plain
         {
             let local = {
                 let p = cmd.payload();
                 previous_fact_query(p.get(1..).unwrap_or_default())
             };
-            // With no connection kept for the last statement, its warnings and errors are on
-            // none weir holds: any other connection would show another client's. None is
-            // shown (those of a statement whose connection gave way to waiting statements are
-            // lost).
-            {
-                let shown = {
-                    let p = cmd.payload();
-                    diagnostics_query(p.get(1..).unwrap_or_default())
-                };
-                if let Some(count) = shown {
-                    if !no_diagnostics && last_error.is_none() {
-                        tracing::debug!(
-                            session = self.handle.id,
-                            "the last statement's warnings went with the connection it gave up"
-                        );
-                    }
-                    self.answer_no_diagnostics(count, seq, last_error.as_ref())
-                        .await?;
-                    // A diagnostic statement leaves the diagnostics as they were.
-                    self.no_diagnostics = no_diagnostics || last_error.is_none();
-                    self.last_error = last_error;
-                    self.decision = decision;
-                    self.effects = Default::default();
-                    return Ok(Flow::Continue);
-                }
-            }
             let answer = local.and_then(|(fact, alias)| match fact {
                 PreviousFact::LastInsertId => Some((alias, Fact::Unsigned(self.last_insert_id))),
                 PreviousFact::RowCount => previous_row_count.map(|n| (alias, Fact::Signed(n))),
                 PreviousFact::FoundRows => previous_found_rows
                     .and_then(|n| i64::try_from(n).ok())
                     .map(|n| (alias, Fact::Signed(n))),
-                // Those of a statement whose connection gave way are lost, as for SHOW
-                // WARNINGS above.
-                PreviousFact::WarningCount | PreviousFact::ErrorCount => Some((
-                    alias,
-                    Fact::UnsignedVariable(u64::from(last_error.is_some())),
-                )),
+                PreviousFact::WarningCount | PreviousFact::ErrorCount => None,
             });
             if let Some((alias, value)) = answer {
                 // Answered from the last reply, as the server would: no backend needed.
@@ -268,14 +289,21 @@ impl Session {
                 }
                 && self.cache_usable()
         });
-        // The previous statement's warnings are on the connection held now (the session
-        // keeps it for them): a statement that leaves them in place keeps it a while longer
-        // if it runs there (`after_reply`).
-        let warnings_here = (!no_diagnostics && last_error.is_none())
-            .then(|| self.backend.as_ref().map(conn_identity))
-            .flatten()
-            .filter(|_| scan.keeps_diagnostics);
-        self.carry_warnings = warnings_here;
+        // MariaDB leaves the diagnostics in place for a statement naming no table, MySQL only
+        // for the statements reading them; what runs is what counts.
+        let keeps = {
+            let judged = match &decision.rewritten {
+                Some(text) => std::borrow::Cow::Owned(weir_sql::scan(text)),
+                None => std::borrow::Cow::Borrowed(&scan),
+            };
+            judged.diagnostics_statement
+                || (judged.keeps_diagnostics && weir_backend::backend_is_mariadb())
+        };
+        let warnings_before = !no_diagnostics && last_error.is_none();
+        self.carry_diag = keeps.then_some((self.diag_on, warnings_before));
+        // A changed character_set_results would show a kept error's text in the wrong one.
+        let results_before = (keeps && scan.kind == StatementKind::Set && last_error.is_some())
+            .then(|| self.vars.results_collation(self.login.collation));
         let flow = match cache_rule {
             Some(rule) => {
                 let run = RunQuery {
@@ -296,17 +324,22 @@ impl Session {
         // A COMMIT that failed (or that a rule refused) leaves the same transaction open.
         self.idle.transaction_boundary =
             scan.transaction_boundary && outcome.is_some_and(|o| o.error.is_none());
-        self.carry_warnings = None;
-        let own_diagnostics = outcome.is_none_or(|o| o.error.is_some() || o.warnings > 0);
-        if scan.keeps_diagnostics && !own_diagnostics {
+        self.carry_diag = None;
+        let own_diagnostics = outcome.is_none_or(|o| o.error.is_some() || o.warned);
+        if keeps && !own_diagnostics {
             // The server leaves the previous statement's warnings or error in place. An error
             // weir shows itself; warnings stay only where they are, on the connection the
             // session still holds (elsewhere they are lost, and none are shown rather than
             // another client's).
-            let kept_warnings = warnings_here.is_some()
-                && self.backend.as_ref().map(conn_identity) == warnings_here;
-            self.no_diagnostics = last_error.is_none() && !kept_warnings;
-            self.last_error = last_error;
+            let kept_warnings = warnings_before && diagnostics_on_held(self);
+            let recoded = results_before.is_some_and(|before| {
+                before != self.vars.results_collation(self.login.collation)
+                    && last_error
+                        .as_ref()
+                        .is_some_and(|e| !e.message_bytes().is_ascii())
+            });
+            self.no_diagnostics = (last_error.is_none() || recoded) && !kept_warnings;
+            self.last_error = last_error.filter(|_| !recoded);
         } else {
             self.no_diagnostics = !own_diagnostics;
             // An error is the only diagnostic of a statement that failed (warnings before it
@@ -682,12 +715,29 @@ impl Session {
         // SQL_CALC_FOUND_ROWS: the next statement runs on this
         // connection; after warnings it does too if it can (SHOW WARNINGS must find them).
         self.hold_next = hold_next;
-        let carried = self.carry_warnings.take().is_some_and(|c| {
-            succeeded
-                && outcome.warnings == 0
-                && self.backend.as_ref().map(conn_identity) == Some(c)
-        });
-        if outcome.warnings > 0 || carried {
+        let here = self.held_conn();
+        let own = !succeeded || outcome.warned;
+        let warnings_stay = match self.carry_diag.take() {
+            // Left in place, wherever they are.
+            Some((before, warnings)) if !own => {
+                self.diag_on = before;
+                let stay = warnings
+                    && before.is_some()
+                    && before == here
+                    && self.warnings_carried < crate::session::MAX_WARNINGS_CARRIED;
+                self.warnings_carried = self.warnings_carried.saturating_add(1);
+                stay
+            }
+            // Its own are on this connection. None otherwise, as weir answers then: it may
+            // not have cleared what another client left on the connection.
+            _ => {
+                self.diag_on = own.then_some(here).flatten();
+                self.warnings_carried = 0;
+                outcome.warned
+            }
+        };
+        if warnings_stay {
+            // Kept one statement more, so that SHOW WARNINGS finds them.
             self.keep_for = self.keep_for.max(1);
         }
         self.release();
@@ -726,10 +776,18 @@ impl Session {
             None => {
                 // As the server describes them: texts in character_set_results (their
                 // length in its bytes a character); a driver reads Code as a number.
-                let results = self
-                    .vars
-                    .results_collation(self.login.collation)
-                    .unwrap_or(u32::from(self.login.collation));
+                let results = match self.vars.results_collation(self.login.collation) {
+                    Some(c) => c,
+                    // NULL, no conversion: described in the system character set, utf8mb3.
+                    None if self
+                        .vars
+                        .system("character_set_results")
+                        .is_some_and(|v| v.trim().eq_ignore_ascii_case("NULL")) =>
+                    {
+                        33
+                    }
+                    None => u32::from(self.login.collation),
+                };
                 let bytes_per_char = weir_sql::max_bytes_per_char(results);
                 // NOT_FIXED_DEC: MariaDB's is 39, MySQL's 31.
                 let decimals = match weir_backend::backend_server_version() {
@@ -1077,6 +1135,11 @@ enum Fact {
     Signed(i64),
     /// A system variable's value (`@@warning_count`), described as the server does them.
     UnsignedVariable(u64),
+}
+
+/// Whether the connection the session holds is the one with its current diagnostics.
+pub(crate) fn diagnostics_on_held(s: &Session) -> bool {
+    s.diag_on.is_some() && s.diag_on == s.held_conn()
 }
 
 /// For `SHOW WARNINGS` / `SHOW ERRORS` alone: `Some(None)`; for `SHOW COUNT(*) WARNINGS` /

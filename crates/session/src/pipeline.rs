@@ -315,6 +315,7 @@ impl Session {
         match conn {
             Some(conn) => {
                 self.backend = Some(conn);
+                self.held_gen = self.held_gen.wrapping_add(1);
                 self.pipe = Some(PipeGuard {
                     id: turn.pipe,
                     kills_at_write: turn.kills_at_write,

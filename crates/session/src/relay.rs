@@ -45,6 +45,9 @@ pub struct ReplyOutcome {
     pub ended_with_rows: bool,
     /// Whether the reply held more than one result (multi-statements, CALL).
     pub several_results: bool,
+    /// Whether any result of the reply had warnings (with multi-statements, the last one may
+    /// have none and leave the earlier ones' in place).
+    pub warned: bool,
     /// The reply ended with ERR 1317 before any of it reached the client, and was not
     /// forwarded ([`RelayExtras::withhold_interrupted`]): the session answers or runs the
     /// command again.
@@ -66,7 +69,9 @@ impl ReplyOutcome {
             .map(|ok| i64::try_from(ok.affected_rows).unwrap_or(i64::MAX))
     }
 
-    fn end_result(&mut self, st: u16, rows: bool) {
+    fn end_result(&mut self, st: u16, rows: bool, warnings: u16) {
+        self.warnings = warnings;
+        self.warned |= warnings > 0;
         self.ended_with_rows = rows;
         if st & status::MORE_RESULTS_EXISTS != 0 {
             self.several_results = true;
@@ -584,8 +589,7 @@ impl Relay<'_> {
                 Role::Ok(ok)
                     if self.untracked && ok.status & status::SESSION_STATE_CHANGED != 0 =>
                 {
-                    self.out.warnings = ok.warnings;
-                    self.out.end_result(ok.status, false);
+                    self.out.end_result(ok.status, false, ok.warnings);
                     self.out.last_ok = Some(ok);
                     self.buffer_whole(&mut flush_from, &mut pos, h.len).await?;
                     self.stage(flush_from, pos);
@@ -615,8 +619,7 @@ impl Relay<'_> {
                     continue;
                 }
                 Role::EndOfRows { warnings, status } if self.deprecate_eof => {
-                    self.out.warnings = warnings;
-                    self.out.end_result(status, true);
+                    self.out.end_result(status, true, warnings);
                     self.stage(flush_from, pos);
                     pos += 4 + h.len;
                     flush_from = pos;
@@ -625,13 +628,11 @@ impl Relay<'_> {
                 }
                 Role::Row => self.out.rows += 1,
                 Role::Ok(ok) => {
-                    self.out.warnings = ok.warnings;
-                    self.out.end_result(ok.status, false);
+                    self.out.end_result(ok.status, false, ok.warnings);
                     self.out.last_ok = Some(ok);
                 }
                 Role::EndOfRows { warnings, status } => {
-                    self.out.warnings = warnings;
-                    self.out.end_result(status, true);
+                    self.out.end_result(status, true, warnings);
                 }
                 Role::PrepareOk {
                     statement_id,

@@ -73,9 +73,23 @@ pub struct Session {
     /// The server's error for the last query, when it failed: what `SHOW WARNINGS` / `SHOW
     /// ERRORS` show then, answered by weir once the connection is gone.
     pub(crate) last_error: Option<ErrInfo>,
-    /// The connection ([`conn_identity`]) holding the client's last warnings, while a
-    /// statement that leaves them in place runs: if it runs there, the connection stays.
-    pub(crate) carry_warnings: Option<(usize, u32)>,
+    /// The connection, as held then ([`Session::held_conn`]), that holds the client's
+    /// current diagnostics on the server: where its last statement that raised or cleared
+    /// them ran. Statements reading them run there while the session still holds it, and are
+    /// answered by weir otherwise (from `last_error`), never from another connection.
+    pub(crate) diag_on: Option<HeldConn>,
+    /// For a statement that leaves the diagnostics in place, while it runs: `diag_on` before
+    /// it, and whether they were warnings on that connection (`after_reply`).
+    pub(crate) carry_diag: Option<(Option<HeldConn>, bool)>,
+    /// Statements that left warnings in place, each keeping their connection one more
+    /// statement, since those warnings came (bounded by [`MAX_WARNINGS_CARRIED`]).
+    pub(crate) warnings_carried: u8,
+    /// Counts the connections the session took (pool or pipe), so that one taken again later
+    /// is not mistaken for the one it held before.
+    pub(crate) held_gen: u32,
+    /// Bytes of COM_STMT_SEND_LONG_DATA held for the client's statements, as a running total
+    /// that may count some already let go (`Session::long_data`).
+    pub(crate) long_data_held: usize,
     /// Prepared statements by id: their command and text, for the commands counters and the
     /// processlist of COM_STMT_EXECUTE.
     /// The client's statements by the ids weir gave them; looked up at every execution.
@@ -159,7 +173,7 @@ pub(crate) struct Prepared {
     /// Parameter types of the last execution that sent them.
     pub(crate) param_types: Option<Box<[u8]>>,
     /// COM_STMT_SEND_LONG_DATA payloads waiting for the next execution.
-    pub(crate) long_data: Vec<Vec<u8>>,
+    pub(crate) long_data: crate::stmt::LongData,
     /// Whether the long data went over mysql-max_allowed_packet (and was dropped).
     pub(crate) long_data_overflow: bool,
     /// Whether its last execution left a cursor open on the held connection.
@@ -179,6 +193,8 @@ pub(crate) struct Prepared {
     /// Whether it reads what the previous statement left (ROW_COUNT(), FOUND_ROWS()): it
     /// runs on the connection the session still keeps for that statement, if any.
     pub(crate) reads_previous_result: bool,
+    /// Whether it reads the diagnostics (SHOW WARNINGS, `@@warning_count`...).
+    pub(crate) reads_diagnostics: bool,
     /// The column definitions of its prepare's reply (packets with headers), if it has
     /// columns: a server sends them before the ERR of an execution killed while it runs,
     /// and weir does too for one killed before it reached a server.
@@ -337,7 +353,11 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         failed_change_user: 0,
         no_diagnostics: true,
         last_error: None,
-        carry_warnings: None,
+        diag_on: None,
+        carry_diag: None,
+        warnings_carried: 0,
+        held_gen: 0,
+        long_data_held: 0,
         prepared: PreparedMap::default(),
         next_stmt_id: 0,
         last_prepared: None,
@@ -734,7 +754,10 @@ impl Session {
                     }
                 };
                 match checkout {
-                    Ok(c) => self.backend = Some(c),
+                    Ok(c) => {
+                        self.backend = Some(c);
+                        self.held_gen = self.held_gen.wrapping_add(1);
+                    }
                     Err(e) => {
                         GlobalStats::inc(&self.shared.stats.backend_errors);
                         let err = pool_error(&e);
@@ -996,6 +1019,17 @@ impl Session {
         self.vars.autocommit().unwrap_or(true)
     }
 
+    /// The connection held now, as [`HeldConn`].
+    pub(crate) fn held_conn(&self) -> Option<HeldConn> {
+        self.backend.as_ref().map(|b| {
+            (
+                Arc::as_ptr(b.server()) as usize,
+                b.conn_ref().connection_id,
+                self.held_gen,
+            )
+        })
+    }
+
     /// Whether the session holds state on its backend that would be lost with the connection.
     pub(crate) fn tied(&self) -> bool {
         self.pins != 0
@@ -1028,11 +1062,14 @@ fn statement_id(cmd: &Command) -> u32 {
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// Which backend connection this is, for telling whether a later statement ran on the same
-/// one: its server, and the server's id for it.
-pub(crate) fn conn_identity(b: &PooledConn) -> (usize, u32) {
-    (Arc::as_ptr(b.server()) as usize, b.conn_ref().connection_id)
-}
+/// A backend connection as a session held it: its server, the server's id for it, and the
+/// session's count of connections taken when it took it.
+pub(crate) type HeldConn = (usize, u32, u32);
+
+/// How many statements that leave warnings in place may each keep their connection one more
+/// statement: a client that keeps sending such statements (a pool's `SELECT 1` check) lets
+/// its connection go after these.
+pub(crate) const MAX_WARNINGS_CARRIED: u8 = 4;
 
 /// The client-facing error for a pool failure.
 pub(crate) fn pool_error(e: &PoolError) -> ErrInfo {

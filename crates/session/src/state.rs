@@ -43,7 +43,19 @@ pub(crate) struct Effects {
     pub(crate) multi_statements: Option<bool>,
     /// Reasons to pin if the statement succeeds (a command whose failure changes nothing).
     pub(crate) pins_on_success: u32,
+    /// The statement reads the diagnostics, which are on no connection the session holds:
+    /// those of the connection it gets are cleared first ([`CLEAR_DIAGNOSTICS`]).
+    pub(crate) clear_diagnostics: bool,
 }
+
+/// Clears a MariaDB connection's diagnostics (a statement that uses a table does; this one
+/// starts no transaction under autocommit = 0), so that a statement reading them reads none
+/// rather than another client's.
+const CLEAR_DIAGNOSTICS: &str = "DO (SELECT 1 FROM information_schema.COLLATIONS LIMIT 0)";
+
+/// The same for MySQL, which clears them at every statement but those reading them (its
+/// information_schema is made of InnoDB tables).
+const CLEAR_DIAGNOSTICS_MYSQL: &str = "DO 0";
 
 /// Client-side state that is not a variable.
 #[derive(Debug, Default)]
@@ -69,6 +81,7 @@ impl Effects {
             && !self.statement_scoped_set
             && self.multi_statements.is_none()
             && self.pins_on_success == 0
+            && !self.clear_diagnostics
     }
 }
 
@@ -221,6 +234,9 @@ impl Session {
         self.effects = Effects::default();
         self.last_insert_id = 0;
         self.no_diagnostics = true;
+        self.diag_on = None;
+        self.carry_diag = None;
+        self.warnings_carried = 0;
         self.mode_status = 0;
         self.pins = 0;
         self.keep_for = 0;
@@ -294,6 +310,7 @@ impl Session {
             && same_start
             && conn.multi_statements == multi_statements
             && !needs_id
+            && !self.effects.clear_diagnostics
         {
             return Ok(SyncOutcome::Ready);
         }
@@ -317,6 +334,15 @@ impl Session {
         }
         if needs_id {
             statements.push(format!("SELECT LAST_INSERT_ID({})", self.last_insert_id));
+        }
+        if self.effects.clear_diagnostics {
+            let mariadb = b.conn_ref().server_version.contains("MariaDB");
+            let clear = if mariadb {
+                CLEAR_DIAGNOSTICS
+            } else {
+                CLEAR_DIAGNOSTICS_MYSQL
+            };
+            statements.push(clear.to_owned());
         }
         for sql in &statements {
             let Some(b) = self.backend.as_mut() else {

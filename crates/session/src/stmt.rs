@@ -262,7 +262,11 @@ impl Session {
                 repeatable(&scan),
                 repeatable(&scan) && !scan.reads_previous_result && !scan.reads_last_insert_id,
                 scan.statement_scoped_set,
-                (scan.reads_last_insert_id, scan.reads_previous_result),
+                (
+                    scan.reads_last_insert_id,
+                    scan.reads_previous_result,
+                    scan.reads_diagnostics,
+                ),
             )
         };
         let rt = self.shared.runtime.load_full();
@@ -341,7 +345,7 @@ impl Session {
                     global,
                     hostgroup: self.hostgroup,
                     param_types: None,
-                    long_data: Vec::new(),
+                    long_data: LongData::default(),
                     long_data_overflow: false,
                     cursor: false,
                     exec_pins,
@@ -350,6 +354,7 @@ impl Session {
                     statement_scoped_set,
                     reads_last_insert_id: reads.0,
                     reads_previous_result: reads.1,
+                    reads_diagnostics: reads.2,
                     column_defs: captured
                         .filter(|c| !c.overflow)
                         .and_then(|c| ColumnDefs::of_prepare_reply(&c.buf)),
@@ -444,7 +449,7 @@ impl Session {
             }
         }
         self.row_count = outcome.row_count();
-        self.no_diagnostics = outcome.error.is_none() && outcome.warnings == 0;
+        self.no_diagnostics = outcome.error.is_none() && !outcome.warned;
         if !self.cache_hit {
             self.after_reply(&outcome, exec_pins, None);
         }
@@ -556,8 +561,16 @@ impl Session {
         };
         let mut hostgroup = p.hostgroup;
         // What the previous statement left on its connection is read there while the session
-        // still keeps it for that statement, as for a query.
-        if (p.reads_last_insert_id || p.reads_previous_result)
+        // still keeps it for that statement, as for a query; its diagnostics only where they
+        // are, and on a connection cleared of them elsewhere (never another client's).
+        if p.reads_diagnostics {
+            match &self.backend {
+                Some(b) if crate::commands::diagnostics_on_held(self) => {
+                    hostgroup = b.server().spec().hostgroup;
+                }
+                _ => self.effects.clear_diagnostics = true,
+            }
+        } else if (p.reads_last_insert_id || p.reads_previous_result)
             && (self.keep_for > 0 || self.hold_next)
         {
             if let Some(b) = &self.backend {
@@ -617,7 +630,7 @@ impl Session {
                     );
                     if !p.long_data.is_empty() {
                         let mut out = bytes::BytesMut::new();
-                        for chunk in &p.long_data {
+                        for chunk in p.long_data.chunks() {
                             weir_wire::packet::write_packet(
                                 &mut out,
                                 0,
@@ -931,25 +944,28 @@ impl Session {
     /// ER_NET_PACKET_TOO_LARGE instead of sending a truncated value.
     pub(crate) fn long_data(&mut self, cmd: &Command) {
         let max = self.shared.runtime.load().mysql.max_allowed_packet as usize;
-        let held: usize = self
-            .prepared
-            .values()
-            .flat_map(|p| p.long_data.iter())
-            .map(Vec::len)
-            .sum();
         let id = self.statement_id(cmd);
-        if let Some(p) = self.prepared.get_mut(&id) {
-            if p.long_data_overflow {
-                return;
-            }
-            let payload = cmd.payload();
-            if held + payload.len() > max {
-                p.long_data = Vec::new();
-                p.long_data_overflow = true;
-                return;
-            }
-            p.long_data.push(payload.into_owned());
+        let payload = cmd.payload();
+        let cost = LongData::cost(payload.len());
+        if self.long_data_held + cost > max {
+            // The running total only grows (the chunks of statements that ran, were reset or
+            // closed are not taken off): counted exactly now, so that this sum over the
+            // statements runs at most once per max_allowed_packet bytes received.
+            self.long_data_held = self.prepared.values().map(|p| p.long_data.bytes()).sum();
         }
+        let Some(p) = self.prepared.get_mut(&id) else {
+            return;
+        };
+        if p.long_data_overflow {
+            return;
+        }
+        if self.long_data_held + cost > max {
+            p.long_data = LongData::default();
+            p.long_data_overflow = true;
+            return;
+        }
+        p.long_data.push(&payload);
+        self.long_data_held += cost;
     }
 
     /// Keeps the connection while any statement has a cursor open on it.
@@ -1073,9 +1089,73 @@ fn o_cursor(o: &crate::relay::ReplyOutcome) -> bool {
     o.error.is_none() && o.status & status::CURSOR_EXISTS != 0
 }
 
+/// The COM_STMT_SEND_LONG_DATA payloads of a statement, kept until it runs: in one buffer, so
+/// that a client sending many small chunks costs their bytes rather than an allocation each.
+#[derive(Debug, Default)]
+pub(crate) struct LongData {
+    buf: Vec<u8>,
+    /// Where each payload ends in `buf` (bounded by mysql-max_allowed_packet, under 4 GiB).
+    ends: Vec<u32>,
+}
+
+impl LongData {
+    /// What keeping a payload of `len` bytes costs, as counted against mysql-max_allowed_packet.
+    fn cost(len: usize) -> usize {
+        len + std::mem::size_of::<u32>()
+    }
+
+    fn push(&mut self, payload: &[u8]) {
+        self.buf.extend_from_slice(payload);
+        self.ends
+            .push(u32::try_from(self.buf.len()).unwrap_or(u32::MAX));
+    }
+
+    /// Whether no payload is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Forgets the payloads.
+    pub(crate) fn clear(&mut self) {
+        self.buf.clear();
+        self.ends.clear();
+    }
+
+    /// What the kept payloads cost ([`LongData::cost`] each).
+    fn bytes(&self) -> usize {
+        self.buf.len() + self.ends.len() * std::mem::size_of::<u32>()
+    }
+
+    /// The payloads, in the order they came.
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&end| {
+            let end = end as usize;
+            let chunk = self.buf.get(start..end).unwrap_or_default();
+            start = end;
+            chunk
+        })
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+
+    #[test]
+    fn long_data_keeps_each_payload_in_one_buffer() {
+        let mut d = LongData::default();
+        assert!(d.is_empty());
+        for chunk in [&b"\x18abc"[..], b"", b"\x18d"] {
+            d.push(chunk);
+        }
+        let chunks: Vec<&[u8]> = d.chunks().collect();
+        assert_eq!(chunks, [&b"\x18abc"[..], b"", b"\x18d"]);
+        assert_eq!(d.bytes(), 6 + 3 * 4);
+        assert_eq!(LongData::cost(6), 10);
+        d.clear();
+        assert!(d.is_empty() && d.chunks().next().is_none());
+    }
     use super::*;
 
     /// The parse context of a session that ran `set`.

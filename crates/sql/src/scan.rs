@@ -89,6 +89,9 @@ pub struct QueryScan {
     /// Whether the statement reads what the previous one left on its connection: FOUND_ROWS(),
     /// ROW_COUNT(), SHOW WARNINGS / ERRORS / COUNT(*), GET DIAGNOSTICS.
     pub reads_previous_result: bool,
+    /// Whether it reads the diagnostics (warnings and errors) in particular: SHOW WARNINGS /
+    /// ERRORS / COUNT(*), GET DIAGNOSTICS, `@@warning_count`, `@@error_count`, anywhere in it.
+    pub reads_diagnostics: bool,
     /// Whether SQL_CALC_FOUND_ROWS is used (FOUND_ROWS() must then run on the same connection).
     pub calc_found_rows: bool,
     /// Whether a statement is UNLOCK TABLES.
@@ -121,6 +124,10 @@ pub struct QueryScan {
     /// own. Conservative: FROM anywhere,
     /// or a sequence, counts as a table.
     pub keeps_diagnostics: bool,
+    /// Whether the statement is a lone diagnostics statement (SHOW WARNINGS / ERRORS / COUNT(*)
+    /// ..., GET [CURRENT] DIAGNOSTICS): MySQL, which clears the diagnostics at every other
+    /// statement, leaves them in place for these too.
+    pub diagnostics_statement: bool,
 }
 
 /// Bytes of an unquoted identifier or keyword: ASCII letters and digits, `_`, `$`, and any
@@ -152,7 +159,7 @@ fn note_function(out: &mut QueryScan, w: &[u8]) -> bool {
     match w.len() {
         6 if is(b"SETVAL") => out.sequence_write = true,
         7 if is(b"NEXTVAL") => out.sequence_write = true,
-        7 if is(b"LASTVAL") => {
+        7 if is(b"LASTVAL") || is(b"CURRVAL") => {
             out.reads_previous_result = true;
             return true;
         }
@@ -178,6 +185,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         kill: None,
         calc_found_rows: false,
         reads_previous_result: false,
+        reads_diagnostics: false,
         unlock_tables: false,
         text_prepare: None,
         command: SqlCommand::Unknown,
@@ -189,6 +197,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         statement_scoped_set: false,
         sequence_write: false,
         keeps_diagnostics: false,
+        diagnostics_statement: false,
     };
     // FROM, TABLE or a sequence was named: the server clears the previous diagnostics.
     let mut names_table = false;
@@ -214,82 +223,84 @@ pub fn scan(q: &[u8]) -> QueryScan {
     let mut stmt_start = 0usize;
     let mut i = 0usize;
     let n = q.len();
-    let finish =
-        |out: &mut QueryScan, words: &[&[u8]; 4], nwords: usize, for_update: bool, text: &[u8]| {
-            if nwords == 0 {
-                return None;
-            }
-            out.statements += 1;
-            let (kind, pin) = if nwords > 1 && eq(words[0], "SET") && eq(words[1], "STATEMENT") {
-                // `SET STATEMENT var=value [, ...] FOR stmt`: the values last for that one
-                // statement; the session changes only as `stmt` changes it.
-                out.statement_scoped_set = true;
-                set_statement_inner(text)
-            } else {
-                classify(words, nwords)
-            };
-            if out.statements == 1 {
-                out.keeps_diagnostics = leaves_diagnostics(words, nwords);
-                out.kind = kind;
-                out.command = command_of(&words[..nwords], for_update);
-                if kind == StatementKind::Use {
-                    out.use_schema = parse_use(text);
-                }
-                if kind == StatementKind::Kill {
-                    out.kill = parse_kill(text);
-                }
-                if pin & Pin::PREPARED != 0 {
-                    out.text_prepare = parse_text_prepare(words, nwords);
-                }
-            } else {
-                out.keeps_diagnostics = false;
-                out.use_schema = None;
-                out.kill = None;
-                out.text_prepare = None;
-            }
-            if (eq(words[0], "SHOW")
-                && nwords > 1
-                && (eq(words[1], "WARNINGS") || eq(words[1], "ERRORS") || eq(words[1], "COUNT")))
-                || (eq(words[0], "GET")
-                    && nwords > 1
-                    && (eq(words[1], "DIAGNOSTICS") || eq(words[1], "CURRENT")))
-            {
-                out.reads_previous_result = true;
-            }
-            if eq(words[0], "UNLOCK")
-                && nwords > 1
-                && (eq(words[1], "TABLES") || eq(words[1], "TABLE"))
-            {
-                out.unlock_tables = true;
-            }
-            if eq(words[0], "LOAD") && nwords > 2 && (eq(words[1], "DATA") || eq(words[1], "XML")) {
-                let local = if eq(words[2], "LOW_PRIORITY") || eq(words[2], "CONCURRENT") {
-                    nwords > 3 && eq(words[3], "LOCAL")
-                } else {
-                    eq(words[2], "LOCAL")
-                };
-                out.load_data_local |= local;
-            }
-            out.pin.0 |= pin;
-            // `BEGIN NOT ATOMIC ... END` is a compound statement, not a transaction's start.
-            let compound = nwords > 1 && eq(words[0], "BEGIN") && eq(words[1], "NOT");
-            out.transaction_boundary |= !compound
-                && matches!(
-                    kind,
-                    StatementKind::Begin | StatementKind::Commit | StatementKind::Rollback
-                );
-            Some(kind)
+    let finish = |out: &mut QueryScan,
+                  words: &[&[u8]; 4],
+                  nwords: usize,
+                  for_update: bool,
+                  text: &[u8]| {
+        if nwords == 0 {
+            return None;
+        }
+        out.statements += 1;
+        let (kind, pin) = if nwords > 1 && eq(words[0], "SET") && eq(words[1], "STATEMENT") {
+            // `SET STATEMENT var=value [, ...] FOR stmt`: the values last for that one
+            // statement; the session changes only as `stmt` changes it.
+            out.statement_scoped_set = true;
+            set_statement_inner(text)
+        } else {
+            classify(words, nwords)
         };
+        if out.statements == 1 {
+            out.diagnostics_statement = diagnostics_statement(words, nwords);
+            out.keeps_diagnostics = out.diagnostics_statement || leaves_diagnostics(words, nwords);
+            out.kind = kind;
+            out.command = command_of(&words[..nwords], for_update);
+            if kind == StatementKind::Use {
+                out.use_schema = parse_use(text);
+            }
+            if kind == StatementKind::Kill {
+                out.kill = parse_kill(text);
+            }
+            if pin & Pin::PREPARED != 0 {
+                out.text_prepare = parse_text_prepare(words, nwords);
+            }
+        } else {
+            out.keeps_diagnostics = false;
+            out.diagnostics_statement = false;
+            out.use_schema = None;
+            out.kill = None;
+            out.text_prepare = None;
+        }
+        if diagnostics_statement(words, nwords) {
+            out.reads_previous_result = true;
+            out.reads_diagnostics = true;
+        }
+        if eq(words[0], "UNLOCK") && nwords > 1 && (eq(words[1], "TABLES") || eq(words[1], "TABLE"))
+        {
+            out.unlock_tables = true;
+        }
+        if eq(words[0], "LOAD") && nwords > 2 && (eq(words[1], "DATA") || eq(words[1], "XML")) {
+            let local = if eq(words[2], "LOW_PRIORITY") || eq(words[2], "CONCURRENT") {
+                nwords > 3 && eq(words[3], "LOCAL")
+            } else {
+                eq(words[2], "LOCAL")
+            };
+            out.load_data_local |= local;
+        }
+        out.pin.0 |= pin;
+        // `BEGIN NOT ATOMIC ... END` is a compound statement, not a transaction's start.
+        let compound = nwords > 1 && eq(words[0], "BEGIN") && eq(words[1], "NOT");
+        out.transaction_boundary |= !compound
+            && matches!(
+                kind,
+                StatementKind::Begin | StatementKind::Commit | StatementKind::Rollback
+            );
+        Some(kind)
+    };
     // A USE among several statements, and a CALL given user variables (OUT parameters are
     // assigned inside the procedure): state weir cannot follow.
     let mut saw_use = false;
     let mut stmt_user_var = false;
-    let mut after_statement = |out: &mut QueryScan, kind: Option<StatementKind>, user_var: bool| {
+    let mut after_statement = |out: &mut QueryScan,
+                               kind: Option<StatementKind>,
+                               user_var: bool,
+                               get_diagnostics: bool| {
         saw_use |= kind == Some(StatementKind::Use);
         if kind == Some(StatementKind::Kill) {
             kills += 1;
         }
-        if kind == Some(StatementKind::Call) && user_var {
+        // `GET DIAGNOSTICS @v = ...` assigns user variables as a CALL does.
+        if (kind == Some(StatementKind::Call) || get_diagnostics) && user_var {
             out.pin.0 |= Pin::USER_VARIABLE;
         }
     };
@@ -388,7 +399,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
             b';' => {
                 out.locking_read |= for_update;
                 let kind = finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
-                after_statement(&mut out, kind, stmt_user_var);
+                let get_diagnostics = get_diagnostics(&words, nwords);
+                after_statement(&mut out, kind, stmt_user_var, get_diagnostics);
                 stmt_user_var = false;
                 nwords = 0;
                 after_for = false;
@@ -413,9 +425,11 @@ pub fn scan(q: &[u8]) -> QueryScan {
                         sysvar = i < n && q[i] == b'.';
                     } else if w.eq_ignore_ascii_case(b"WARNING_COUNT")
                         || w.eq_ignore_ascii_case(b"ERROR_COUNT")
-                        || w.eq_ignore_ascii_case(b"LAST_GTID")
                     {
                         // What the session's previous statement left.
+                        out.reads_previous_result = true;
+                        out.reads_diagnostics = true;
+                    } else if w.eq_ignore_ascii_case(b"LAST_GTID") {
                         out.reads_previous_result = true;
                     }
                 }
@@ -463,7 +477,9 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     }
                     6 if w.eq_ignore_ascii_case(b"SETVAL") => out.sequence_write = true,
                     7 if w.eq_ignore_ascii_case(b"NEXTVAL") => out.sequence_write = true,
-                    7 if w.eq_ignore_ascii_case(b"LASTVAL") => {
+                    7 if w.eq_ignore_ascii_case(b"LASTVAL")
+                        || w.eq_ignore_ascii_case(b"CURRVAL") =>
+                    {
                         out.reads_previous_result = true;
                         names_table = true;
                     }
@@ -505,7 +521,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
         for_update,
         &q[stmt_start.min(end)..end],
     );
-    after_statement(&mut out, kind, stmt_user_var);
+    let get_diagnostics = get_diagnostics(&words, nwords);
+    after_statement(&mut out, kind, stmt_user_var, get_diagnostics);
     if saw_use && out.statements > 1 {
         out.pin.0 |= Pin::UNTRACKED;
     }
@@ -529,9 +546,21 @@ fn leaves_diagnostics(words: &[&[u8]; 4], nwords: usize) -> bool {
         || (eq(w0, "START") && eq(w1, "TRANSACTION"))
         || (eq(w0, "ROLLBACK") && !eq(w1, "TO") && !eq(w1, "WORK"))
         || (eq(w0, "SET") && !eq(w1, "STATEMENT"))
-        // The statements that read them.
-        || (eq(w0, "SHOW") && (eq(w1, "WARNINGS") || eq(w1, "ERRORS") || eq(w1, "COUNT")))
-        || (eq(w0, "GET") && (eq(w1, "DIAGNOSTICS") || eq(w1, "CURRENT")))
+}
+
+/// Whether a statement of this kind reads the diagnostics (the server leaves them in place).
+fn diagnostics_statement(words: &[&[u8]; 4], nwords: usize) -> bool {
+    let w0 = words[0];
+    let w1 = if nwords > 1 { words[1] } else { &[][..] };
+    (eq(w0, "SHOW") && (eq(w1, "WARNINGS") || eq(w1, "ERRORS") || eq(w1, "COUNT")))
+        || get_diagnostics(words, nwords)
+}
+
+/// Whether a statement is `GET [CURRENT | STACKED] DIAGNOSTICS`.
+fn get_diagnostics(words: &[&[u8]; 4], nwords: usize) -> bool {
+    nwords > 1
+        && eq(words[0], "GET")
+        && (eq(words[1], "DIAGNOSTICS") || eq(words[1], "CURRENT") || eq(words[1], "STACKED"))
 }
 
 /// Kind and pins of `SET STATEMENT ... FOR stmt`: those of `stmt` (state weir does not follow
@@ -911,6 +940,38 @@ mod tests {
             assert!(scan(q.as_bytes()).keeps_diagnostics, "{q}");
         }
         for q in [
+            "SHOW WARNINGS",
+            "show count(*) errors",
+            "GET CURRENT DIAGNOSTICS @n = NUMBER",
+        ] {
+            assert!(scan(q.as_bytes()).diagnostics_statement, "{q}");
+        }
+        for q in ["SELECT 1", "SET @a = 1", "SHOW WARNINGS; SELECT 1"] {
+            assert!(!scan(q.as_bytes()).diagnostics_statement, "{q}");
+        }
+        for q in [
+            "SHOW WARNINGS LIMIT 1",
+            "SELECT 1; SHOW ERRORS",
+            "SELECT @@warning_count + 0",
+            "SELECT @@local.error_count, 1",
+            "GET DIAGNOSTICS CONDITION 1 @m = MESSAGE_TEXT",
+        ] {
+            assert!(scan(q.as_bytes()).reads_diagnostics, "{q}");
+        }
+        for q in [
+            "SELECT ROW_COUNT()",
+            "SELECT @@last_gtid",
+            "SELECT warning_count FROM t",
+        ] {
+            assert!(!scan(q.as_bytes()).reads_diagnostics, "{q}");
+        }
+        // GET DIAGNOSTICS assigns user variables weir does not follow.
+        assert_ne!(
+            scan(b"GET DIAGNOSTICS @n = NUMBER").pin.0 & Pin::USER_VARIABLE,
+            0
+        );
+        assert_eq!(scan(b"SHOW WARNINGS").pin.0, 0);
+        for q in [
             "SELECT 1 FROM DUAL",
             "SELECT a FROM t",
             "SET @a = (SELECT a FROM t)",
@@ -918,6 +979,7 @@ mod tests {
             "SELECT `nextval`(s)",
             "SELECT LASTVAL(s)",
             "SELECT `LASTVAL` (s)",
+            "SELECT s.currval",
             "SELECT NEXT VALUE FOR s",
             "SELECT PREVIOUS VALUE FOR s",
             "SET STATEMENT max_statement_time = 1 FOR SELECT 1",

@@ -115,6 +115,14 @@ impl ErrInfo {
         })
     }
 
+    /// Puts `prefix` before the message, in both its forms.
+    pub fn prefix_message(&mut self, prefix: &str) {
+        self.message.insert_str(0, prefix);
+        if let Some(raw) = &self.raw_message {
+            self.raw_message = Some([prefix.as_bytes(), raw].concat().into());
+        }
+    }
+
     /// The message as the server wrote it (as weir wrote it, for weir's own errors).
     pub fn message_bytes(&self) -> &[u8] {
         self.raw_message
@@ -367,8 +375,15 @@ impl<'a> TextResultSet<'a> {
                 None => self.out.put_u8(0xfb),
             }
         }
-        finish_packet(self.out, start);
-        self.seq = self.seq.wrapping_add(1);
+        if self.out.len() - start - 4 < crate::packet::MAX_PAYLOAD {
+            finish_packet(self.out, start);
+            self.seq = self.seq.wrapping_add(1);
+        } else {
+            // A row of 16 MiB or more goes in several frames, each with its sequence id.
+            let payload = self.out.split_off(start + 4);
+            self.out.truncate(start);
+            self.seq = crate::packet::write_packet(self.out, self.seq, &payload);
+        }
     }
 
     /// Ends the result set with the given status flags; returns the next sequence id.
@@ -434,6 +449,31 @@ mod tests {
     }
 
     #[test]
+    fn a_row_over_16_mib_is_split_into_frames() {
+        let mut out = BytesMut::new();
+        let mut set = TextResultSet::begin(&mut out, 1, 0, &["a"]);
+        let big = vec![b'x'; crate::packet::MAX_PAYLOAD + 10];
+        set.row(&[Some(&big)]);
+        set.row(&[Some(b"y")]);
+        let next = set.finish(0);
+        // count, definition, EOF, then the row's two frames, the next row and the EOF.
+        let mut frames = Vec::new();
+        let mut rest = &out[..];
+        while rest.len() >= 4 {
+            let len = usize::from(rest[0]) | usize::from(rest[1]) << 8 | usize::from(rest[2]) << 16;
+            frames.push((len, rest[3]));
+            rest = &rest[4 + len..];
+        }
+        assert!(rest.is_empty());
+        let row_len = big.len() + 9; // lenenc prefix: 0xfe and 8 bytes
+        assert_eq!(frames[3], (crate::packet::MAX_PAYLOAD, 4));
+        assert_eq!(frames[4], (row_len - crate::packet::MAX_PAYLOAD, 5));
+        assert_eq!(frames[5], (2, 6));
+        assert_eq!(frames.len(), 7);
+        assert_eq!(next, 8);
+    }
+
+    #[test]
     fn err_round_trip() {
         let e = ErrInfo::new(1045, "28000", "Access denied for user 'u'@'h'");
         let mut out = BytesMut::new();
@@ -447,6 +487,13 @@ mod tests {
         let mut out = BytesMut::new();
         e.write(&mut out, 1);
         assert_eq!(&out[4..], latin1);
+        let mut prefixed = e.clone();
+        prefixed.prefix_message("x: ");
+        assert!(prefixed.message.starts_with("x: Table"));
+        assert_eq!(
+            prefixed.message_bytes(),
+            b"x: Table 'db.t\xe9' doesn't exist"
+        );
     }
 
     #[test]

@@ -32,7 +32,14 @@ pub enum VarKind {
     Interfaces,
     /// A `;`-separated list of `user:password` (see [`parse_credentials`]).
     Credentials,
+    /// A server version for the handshake: empty, or digits, a dot, then printable ASCII, at
+    /// most [`MAX_VERSION_LEN`] characters (drivers read the leading number; the handshake
+    /// ends the text with a NUL).
+    Version,
 }
+
+/// Longest server version accepted ([`VarKind::Version`]).
+pub const MAX_VERSION_LEN: usize = 100;
 
 impl VarKind {
     /// Validates `value` and returns the form to store, or why it is refused.
@@ -83,6 +90,25 @@ impl VarKind {
                 parse_credentials(t)?;
                 Ok(t.to_string())
             }
+            VarKind::Version => {
+                let t = value.trim();
+                let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+                let valid = t.is_empty()
+                    || (digits > 0
+                        && t.as_bytes().get(digits) == Some(&b'.')
+                        && t.len() <= MAX_VERSION_LEN
+                        && t.bytes().all(|b| (0x20..0x7f).contains(&b)));
+                if valid {
+                    Ok(t.to_string())
+                } else {
+                    Err(format!(
+                        "invalid value '{}': expected a version such as 8.0.36 or \
+                         10.11.6-MariaDB (digits, a dot, then printable ASCII; at most \
+                         {MAX_VERSION_LEN} characters), or empty",
+                        t.chars().take(40).collect::<String>()
+                    ))
+                }
+            }
         }
     }
 
@@ -95,6 +121,7 @@ impl VarKind {
             VarKind::Enum(c) => format!("one of {}", c.join(", ")),
             VarKind::Interfaces => "address list".to_string(),
             VarKind::Credentials => "credential list".to_string(),
+            VarKind::Version => "server version".to_string(),
         }
     }
 }

@@ -33,7 +33,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     VarSpec::int("stacksize", "1048576", 262_144, 4_194_304, "Worker thread stack size in bytes (compatibility).")
         .restart(),
     VarSpec::int("max_connections", "2048", 1, 1_000_000, "Maximum client connections accepted."),
-    VarSpec::string("server_version", "", "Server version announced to clients in the handshake; empty: the version of the backend servers (the last one weir connected to; 8.0.36 until one answered)."),
+    VarSpec::new("server_version", VarKind::Version, "", "Server version announced to clients in the handshake; empty: the version of the backend servers (the last one weir connected to; 8.0.36 until one answered)."),
     VarSpec::boolean("have_compress", "true", "Accepted for compatibility; weir does not offer the compressed protocol yet."),
     VarSpec::boolean("have_ssl", "false", "Accepted for compatibility; TLS to clients comes with the TLS issue."),
     VarSpec::int("poll_timeout", "2000", 10, 20_000, "Worker poll timeout in ms (compatibility)."),

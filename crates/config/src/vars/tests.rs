@@ -128,6 +128,27 @@ fn integers_parse_and_range_check() {
 }
 
 #[test]
+fn server_versions_are_checked() {
+    let mut v = Variables::mysql_defaults();
+    for ok in ["", "8.0.36", " 5.5.5-10.11.19-MariaDB-log ", "10.6"] {
+        assert_eq!(v.set("server_version", ok), Ok(()), "{ok}");
+    }
+    assert_eq!(v.get("server_version"), Some("10.6"));
+    for bad in [
+        "v8",
+        "8",
+        ".8",
+        "8.0\u{0}x",
+        "8.0.36\u{e9}",
+        &format!("8.{}", "9".repeat(99)),
+    ] {
+        let e = v.set("server_version", bad).err().unwrap_or_default();
+        assert!(e.contains("expected a version"), "{bad}: {e}");
+    }
+    assert_eq!(v.get("server_version"), Some("10.6"));
+}
+
+#[test]
 fn names_are_case_insensitive_and_may_carry_the_prefix() {
     let mut v = Variables::mysql_defaults();
     assert_eq!(v.get("mysql-threads"), Some("4"));
@@ -169,10 +190,10 @@ fn enums_strings_lists() {
     assert_eq!(v.set("default_isolation_level", "repeatable read"), Ok(()));
     assert_eq!(v.get("default_isolation_level"), Some("REPEATABLE READ"));
     assert!(v.set("default_isolation_level", "chaos").is_err());
-    assert_eq!(v.set("server_version", " 5.7.99 "), Ok(()));
+    assert_eq!(v.set("default_charset", " utf8mb4 "), Ok(()));
     assert_eq!(
-        v.get("server_version"),
-        Some(" 5.7.99 "),
+        v.get("default_charset"),
+        Some(" utf8mb4 "),
         "strings are kept as given"
     );
     assert_eq!(v.set("interfaces", "127.0.0.1:1;/tmp/a.sock"), Ok(()));
