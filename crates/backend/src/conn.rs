@@ -172,6 +172,9 @@ pub struct BackendConn {
     pub local_addr: Option<std::net::SocketAddr>,
     /// Counts the connection when it goes (the pool's closed connections), if set.
     pub close_counter: Option<Arc<AtomicU64>>,
+    /// A statement left warnings or an error in this connection's server session: the next
+    /// client to take it gets them cleared first, so that it never reads another client's.
+    pub diagnostics_left: bool,
 }
 
 impl Drop for BackendConn {
@@ -303,6 +306,7 @@ impl BackendConn {
             vars: weir_sql::SessionVars::default(),
             local_addr,
             close_counter: None,
+            diagnostics_left: false,
         };
         let (seq, greeting) = conn.read_packet().await?;
         if greeting.first() == Some(&0xff) {

@@ -3211,6 +3211,32 @@ fn statements_naming_no_table_leave_the_diagnostics_as_the_server_does() {
             (true, "UPDATE dg_t SET a = a"),
             (false, "SELECT ROW_COUNT()"),
         ],
+        // What reads them without naming them, on a connection another client left its
+        // warning on (EXECUTE IMMEDIATE and CALL keep their connection: last).
+        &[
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "EXECUTE IMMEDIATE 'SHOW WARNINGS'"),
+        ],
+        &[
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "CALL dg_show_warnings()"),
+        ],
+        &[
+            (true, "SELECT 1/0 AS theirs"),
+            (false, "SELECT dg_condition_count()"),
+            (true, "SELECT * FROM dg_theirs"),
+            (false, "SELECT @@`error_count`, @@session . warning_count"),
+        ],
+        // ROW_COUNT() weir knows is answered by weir.
+        &[
+            (false, "BEGIN"),
+            (false, "INSERT INTO dg_ins VALUES (3)"),
+            (false, "SHOW WARNINGS"),
+            (false, "SELECT ROW_COUNT()"),
+            (false, "COMMIT"),
+            (false, "UPDATE dg_t SET a = a"),
+            (false, "SELECT ROW_COUNT(), @@warning_count"),
+        ],
         // GET DIAGNOSTICS assigns user variables: another client never reads them.
         &[
             (true, "BEGIN"),
@@ -3259,6 +3285,13 @@ fn statements_naming_no_table_leave_the_diagnostics_as_the_server_does() {
         seen
     };
     primary("CREATE TABLE IF NOT EXISTS weirtest.dg_t (a INT)");
+    primary("CREATE TABLE IF NOT EXISTS weirtest.dg_ins (a INT)");
+    primary("CREATE OR REPLACE PROCEDURE weirtest.dg_show_warnings() SHOW WARNINGS");
+    // (The mariadb CLI runs this: DELIMITER on its own line.)
+    primary(
+        "DELIMITER //\nCREATE OR REPLACE FUNCTION weirtest.dg_condition_count() RETURNS INT \
+         NO SQL BEGIN DECLARE n INT; GET DIAGNOSTICS n = NUMBER; RETURN n; END//\nDELIMITER ;",
+    );
     primary("DELETE FROM weirtest.dg_t");
     primary("INSERT INTO weirtest.dg_t VALUES (1), (2)");
     let direct = run(topo().primary.port);

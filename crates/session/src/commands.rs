@@ -227,9 +227,8 @@ impl Session {
                 true
             } else {
                 // A form weir does not answer (GET DIAGNOSTICS, SHOW WARNINGS LIMIT ..., a
-                // count in a larger query): it runs on a connection whose diagnostics are
-                // cleared first, so that it reads none rather than another client's.
-                self.effects.clear_diagnostics = true;
+                // count in a larger query) runs where it is sent: a connection taken from
+                // the pool has another client's diagnostics cleared first (`acquire`).
                 false
             };
             if answered {
@@ -240,26 +239,20 @@ impl Session {
                 self.effects = Default::default();
                 return Ok(Flow::Continue);
             }
-        } else if (scan.reads_last_insert_id || scan.reads_previous_result)
-            && (self.keep_for > 0 || self.hold_next)
-        {
-            // What the previous statement left on its connection (LAST_INSERT_ID(),
-            // FOUND_ROWS(), ROW_COUNT()) is read there, wherever the rules route the query,
-            // while the session still keeps that connection (mysql-auto_increment_delay_
-            // multiplex, the statement right after SQL_CALC_FOUND_ROWS).
-            if let Some(b) = &self.backend {
-                decision.destination_hostgroup = Some(b.server().spec().hostgroup);
-            }
-        } else if (scan.reads_last_insert_id || scan.reads_previous_result)
-            && (self.backend.is_none() || after_hit)
-            && plain
-        {
+        } else if (scan.reads_last_insert_id || scan.reads_previous_result) && plain {
+            // A lone ROW_COUNT() / FOUND_ROWS() weir knows the answer to is answered from the
+            // last reply, whatever connection the session holds (the statement before may
+            // have been answered by weir and never reached it); LAST_INSERT_ID() too when
+            // the session holds none.
             let local = {
                 let p = cmd.payload();
                 previous_fact_query(p.get(1..).unwrap_or_default())
             };
+            let no_connection = self.backend.is_none() || after_hit;
             let answer = local.and_then(|(fact, alias)| match fact {
-                PreviousFact::LastInsertId => Some((alias, Fact::Unsigned(self.last_insert_id))),
+                PreviousFact::LastInsertId => {
+                    no_connection.then_some((alias, Fact::Unsigned(self.last_insert_id)))
+                }
                 PreviousFact::RowCount => previous_row_count.map(|n| (alias, Fact::Signed(n))),
                 PreviousFact::FoundRows => previous_found_rows
                     .and_then(|n| i64::try_from(n).ok())
@@ -267,7 +260,6 @@ impl Session {
                 PreviousFact::WarningCount | PreviousFact::ErrorCount => None,
             });
             if let Some((alias, value)) = answer {
-                // Answered from the last reply, as the server would: no backend needed.
                 self.answer_fact(&alias, value, seq).await?;
                 self.row_count = Some(-1);
                 self.found_rows = Some(1);
@@ -277,6 +269,20 @@ impl Session {
                 self.decision = decision;
                 self.effects = Default::default();
                 return Ok(Flow::Continue);
+            }
+            // Otherwise it is read on the connection the session still keeps for the
+            // previous statement (mysql-auto_increment_delay_multiplex, the statement right
+            // after SQL_CALC_FOUND_ROWS), wherever the rules route it.
+            if self.keep_for > 0 || self.hold_next {
+                if let Some(b) = &self.backend {
+                    decision.destination_hostgroup = Some(b.server().spec().hostgroup);
+                }
+            }
+        } else if (scan.reads_last_insert_id || scan.reads_previous_result)
+            && (self.keep_for > 0 || self.hold_next)
+        {
+            if let Some(b) = &self.backend {
+                decision.destination_hostgroup = Some(b.server().spec().hostgroup);
             }
         }
         let cache_rule = CacheRule::from_decision(&decision).filter(|_| {
@@ -728,16 +734,21 @@ impl Session {
                 self.warnings_carried = self.warnings_carried.saturating_add(1);
                 stay
             }
-            // Its own are on this connection. None otherwise, as weir answers then: it may
-            // not have cleared what another client left on the connection.
+            // Its own are on this connection. None otherwise, as weir answers then.
             _ => {
                 self.diag_on = own.then_some(here).flatten();
                 self.warnings_carried = 0;
                 outcome.warned
             }
         };
+        if own {
+            if let Some(b) = self.backend.as_mut() {
+                b.conn().diagnostics_left = true;
+            }
+        }
         if warnings_stay {
-            // Kept one statement more, so that SHOW WARNINGS finds them.
+            // Kept one statement more, so that SHOW WARNINGS finds them (an error weir shows
+            // itself).
             self.keep_for = self.keep_for.max(1);
         }
         self.release();

@@ -755,6 +755,10 @@ impl Session {
                 };
                 match checkout {
                     Ok(c) => {
+                        // What another client's statement left there is cleared first: a
+                        // statement can read it without naming it (a procedure, a stored
+                        // function, EXECUTE IMMEDIATE 'SHOW WARNINGS').
+                        self.effects.clear_diagnostics |= c.conn_ref().diagnostics_left;
                         self.backend = Some(c);
                         self.held_gen = self.held_gen.wrapping_add(1);
                     }

@@ -43,8 +43,8 @@ pub(crate) struct Effects {
     pub(crate) multi_statements: Option<bool>,
     /// Reasons to pin if the statement succeeds (a command whose failure changes nothing).
     pub(crate) pins_on_success: u32,
-    /// The statement reads the diagnostics, which are on no connection the session holds:
-    /// those of the connection it gets are cleared first ([`CLEAR_DIAGNOSTICS`]).
+    /// The connection just taken from the pool holds diagnostics another statement left:
+    /// they are cleared first ([`CLEAR_DIAGNOSTICS`]).
     pub(crate) clear_diagnostics: bool,
 }
 
@@ -335,7 +335,8 @@ impl Session {
         if needs_id {
             statements.push(format!("SELECT LAST_INSERT_ID({})", self.last_insert_id));
         }
-        if self.effects.clear_diagnostics {
+        if std::mem::take(&mut self.effects.clear_diagnostics) {
+            b.conn().diagnostics_left = false;
             let mariadb = b.conn_ref().server_version.contains("MariaDB");
             let clear = if mariadb {
                 CLEAR_DIAGNOSTICS

@@ -18,6 +18,7 @@
 //! is reset or closed.
 
 use crate::client::{ClientError, Command};
+use crate::commands::diagnostics_on_held;
 use crate::exec::{Limits, Step};
 use crate::pipeline::Opened;
 use crate::session::{lost_backend, Flow, Prepared, Session};
@@ -562,13 +563,10 @@ impl Session {
         let mut hostgroup = p.hostgroup;
         // What the previous statement left on its connection is read there while the session
         // still keeps it for that statement, as for a query; its diagnostics only where they
-        // are, and on a connection cleared of them elsewhere (never another client's).
+        // are (elsewhere, a connection from the pool has another client's cleared first).
         if p.reads_diagnostics {
-            match &self.backend {
-                Some(b) if crate::commands::diagnostics_on_held(self) => {
-                    hostgroup = b.server().spec().hostgroup;
-                }
-                _ => self.effects.clear_diagnostics = true,
+            if let Some(b) = self.backend.as_ref().filter(|_| diagnostics_on_held(self)) {
+                hostgroup = b.server().spec().hostgroup;
             }
         } else if (p.reads_last_insert_id || p.reads_previous_result)
             && (self.keep_for > 0 || self.hold_next)

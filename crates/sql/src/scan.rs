@@ -174,6 +174,27 @@ fn note_function(out: &mut QueryScan, w: &[u8]) -> bool {
     false
 }
 
+/// What a system variable read after `@@` tells about the statement; returns whether the name
+/// is a scope (`SESSION`, `LOCAL`, `GLOBAL`), which the variable's name follows.
+#[cold]
+#[inline(never)]
+fn note_system_variable(out: &mut QueryScan, name: &[u8]) -> bool {
+    let is = |v: &[u8]| name.eq_ignore_ascii_case(v);
+    if is(b"SESSION") || is(b"LOCAL") || is(b"GLOBAL") {
+        return true;
+    }
+    if is(b"WARNING_COUNT") || is(b"ERROR_COUNT") {
+        // What the session's previous statement left.
+        out.reads_previous_result = true;
+        out.reads_diagnostics = true;
+    } else if is(b"LAST_GTID") {
+        out.reads_previous_result = true;
+    } else if is(b"IDENTITY") || is(b"LAST_INSERT_ID") {
+        out.reads_last_insert_id = true;
+    }
+    false
+}
+
 /// Scans a query.
 pub fn scan(q: &[u8]) -> QueryScan {
     let mut out = QueryScan {
@@ -330,18 +351,22 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     words[0] = b"?";
                     nwords = 1;
                 }
-                // A quoted function name (`FOUND_ROWS`()) is the function all the same.
+                // A quoted function name (`FOUND_ROWS`()) is the function all the same, and
+                // a quoted system variable (@@`warning_count`) the variable.
+                let mut scope = false;
                 if b == b'`' {
                     let name = q.get(start + 1..i.saturating_sub(1)).unwrap_or_default();
                     let mut j = i;
                     while j < n && q[j].is_ascii_whitespace() {
                         j += 1;
                     }
-                    if j < n && q[j] == b'(' {
+                    if sysvar {
+                        scope = note_system_variable(&mut out, name) && j < n && q[j] == b'.';
+                    } else if j < n && q[j] == b'(' {
                         names_table |= note_function(&mut out, name);
                     }
                 }
-                sysvar = false;
+                sysvar = scope;
             }
             b'#' => {
                 while i < n && q[i] != b'\n' {
@@ -416,22 +441,12 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 }
                 let w = &q[start..i];
                 if sysvar {
-                    sysvar = false;
-                    if w.eq_ignore_ascii_case(b"SESSION")
-                        || w.eq_ignore_ascii_case(b"LOCAL")
-                        || w.eq_ignore_ascii_case(b"GLOBAL")
-                    {
-                        // The scope; the name follows the dot.
-                        sysvar = i < n && q[i] == b'.';
-                    } else if w.eq_ignore_ascii_case(b"WARNING_COUNT")
-                        || w.eq_ignore_ascii_case(b"ERROR_COUNT")
-                    {
-                        // What the session's previous statement left.
-                        out.reads_previous_result = true;
-                        out.reads_diagnostics = true;
-                    } else if w.eq_ignore_ascii_case(b"LAST_GTID") {
-                        out.reads_previous_result = true;
+                    // The scope (`@@session.`): the name follows the dot.
+                    let mut j = i;
+                    while j < n && q[j].is_ascii_whitespace() {
+                        j += 1;
                     }
+                    sysvar = note_system_variable(&mut out, w) && j < n && q[j] == b'.';
                 }
                 if nwords < 4 {
                     words[nwords] = w;
@@ -958,6 +973,16 @@ mod tests {
         ] {
             assert!(scan(q.as_bytes()).reads_diagnostics, "{q}");
         }
+        for q in [
+            "SELECT @@`error_count`",
+            "SELECT @@session.`warning_count` + 0",
+            "SELECT @@`local` . `ERROR_COUNT` AS e",
+            "SELECT @@session . error_count",
+        ] {
+            assert!(scan(q.as_bytes()).reads_diagnostics, "{q}");
+        }
+        assert!(scan(b"SELECT @@`identity`").reads_last_insert_id);
+        assert!(scan(b"SELECT @@session.`last_insert_id`").reads_last_insert_id);
         for q in [
             "SELECT ROW_COUNT()",
             "SELECT @@last_gtid",

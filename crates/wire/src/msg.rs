@@ -68,11 +68,16 @@ pub struct ErrInfo {
     /// Five-character SQLSTATE.
     pub state: [u8; 5],
     /// Human-readable message.
-    pub message: String,
+    pub message: Box<str>,
     /// The server's bytes of the message when they are not UTF-8 (a `character_set_results`
     /// such as latin1): what is sent on, so that the client reads what the server wrote.
-    pub raw_message: Option<Box<[u8]>>,
+    /// Behind one thin pointer: an error sits in the future of every running command.
+    pub raw_message: Option<Box<RawMessage>>,
 }
+
+/// The bytes of a server's error message that is not UTF-8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawMessage(pub Box<[u8]>);
 
 impl ErrInfo {
     /// An error with the given code, SQLSTATE and message.
@@ -84,7 +89,7 @@ impl ErrInfo {
         ErrInfo {
             code,
             state: st,
-            message: message.into(),
+            message: message.into().into_boxed_str(),
             raw_message: None,
         }
     }
@@ -101,10 +106,10 @@ impl ErrInfo {
         }
         let rest = r.rest();
         let (message, raw_message) = match std::str::from_utf8(rest) {
-            Ok(m) => (m.to_owned(), None),
+            Ok(m) => (m.into(), None),
             Err(_) => (
-                String::from_utf8_lossy(rest).into_owned(),
-                Some(rest.into()),
+                String::from_utf8_lossy(rest).into(),
+                Some(Box::new(RawMessage(rest.into()))),
             ),
         };
         Ok(ErrInfo {
@@ -117,17 +122,19 @@ impl ErrInfo {
 
     /// Puts `prefix` before the message, in both its forms.
     pub fn prefix_message(&mut self, prefix: &str) {
-        self.message.insert_str(0, prefix);
+        self.message = format!("{prefix}{}", self.message).into_boxed_str();
         if let Some(raw) = &self.raw_message {
-            self.raw_message = Some([prefix.as_bytes(), raw].concat().into());
+            let bytes = [prefix.as_bytes(), &raw.0].concat();
+            self.raw_message = Some(Box::new(RawMessage(bytes.into())));
         }
     }
 
     /// The message as the server wrote it (as weir wrote it, for weir's own errors).
     pub fn message_bytes(&self) -> &[u8] {
-        self.raw_message
-            .as_deref()
-            .unwrap_or(self.message.as_bytes())
+        match &self.raw_message {
+            Some(raw) => &raw.0,
+            None => self.message.as_bytes(),
+        }
     }
 
     /// SQLSTATE as text.
@@ -483,7 +490,7 @@ mod tests {
         // A message in latin1 goes on byte for byte.
         let latin1 = b"\xff\x7a\x04#42S02Table 'db.t\xe9' doesn't exist";
         let e = ErrInfo::parse(latin1).unwrap();
-        assert_eq!(e.message, "Table 'db.t\u{fffd}' doesn't exist");
+        assert_eq!(&*e.message, "Table 'db.t\u{fffd}' doesn't exist");
         let mut out = BytesMut::new();
         e.write(&mut out, 1);
         assert_eq!(&out[4..], latin1);
