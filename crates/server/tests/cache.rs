@@ -67,6 +67,28 @@ fn conns_used(w: &WeirProcess) -> u64 {
         .unwrap()
 }
 
+/// A table `table` with one row (id 1, v = `value`), a weir started with `vars` whose rule
+/// caches `SELECT v FROM table ...`, and a client that put that row in the cache: (weir, the
+/// query, the client).
+async fn cached_row(table: &str, value: i64, vars: &str) -> (WeirProcess, String, Conn) {
+    on_primary(&format!(
+        "CREATE OR REPLACE TABLE weirtest.{table} (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
+         INSERT INTO weirtest.{table} (v) VALUES ({value})"
+    ));
+    let w = start(vars);
+    admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
+             VALUES (1, 1, '^SELECT v FROM {table}', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;"
+        ),
+    );
+    let q = format!("SELECT v FROM {table} WHERE id = 1");
+    let mut primer = connect(&w).await;
+    assert_eq!(one_string(&mut primer, &q).await, value.to_string());
+    (w, q, primer)
+}
+
 async fn one_string(c: &mut Conn, sql: &str) -> String {
     c.query_first::<String, _>(sql)
         .await
@@ -667,20 +689,13 @@ async fn hits_are_byte_identical_for_either_eof_style() {
 /// LAST_INSERT_ID() is still the insert's, brought to whichever connection reads it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hit_lets_the_auto_increment_affinity_go() {
-    on_primary(
-        "CREATE OR REPLACE TABLE weirtest.cache_ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
-         INSERT INTO weirtest.cache_ai (v) VALUES (7)",
-    );
-    let w =
-        start("auto_increment_delay_multiplex = 2\nauto_increment_delay_multiplex_timeout_ms = 0");
-    admin(
-        &w,
-        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
-         VALUES (1, 1, '^SELECT v FROM cache_ai', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
-    );
-    let q = "SELECT v FROM cache_ai WHERE id = 1";
-    let mut primer = connect(&w).await;
-    assert_eq!(one_string(&mut primer, q).await, "7");
+    let (w, q, mut primer) = cached_row(
+        "cache_ai",
+        7,
+        "auto_increment_delay_multiplex = 2\nauto_increment_delay_multiplex_timeout_ms = 0",
+    )
+    .await;
+    let q = q.as_str();
     let mut c = connect(&w).await;
     c.query_drop("INSERT INTO cache_ai (v) VALUES (8)")
         .await
@@ -718,19 +733,8 @@ async fn a_hit_lets_the_auto_increment_affinity_go() {
 /// statement does; what the next statement reads of the hit is still the hit's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hit_with_multiplexing_off_keeps_the_connection() {
-    on_primary(
-        "CREATE OR REPLACE TABLE weirtest.cache_mx (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
-         INSERT INTO weirtest.cache_mx (v) VALUES (5)",
-    );
-    let w = start("multiplexing = false");
-    admin(
-        &w,
-        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
-         VALUES (1, 1, '^SELECT v FROM cache_mx', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME;",
-    );
-    let q = "SELECT v FROM cache_mx WHERE id = 1";
-    let mut primer = connect(&w).await;
-    assert_eq!(one_string(&mut primer, q).await, "5");
+    let (w, q, primer) = cached_row("cache_mx", 5, "multiplexing = false").await;
+    let q = q.as_str();
     drop(primer.disconnect().await);
     let mut c = connect(&w).await;
     c.query_drop("INSERT INTO cache_mx (v) VALUES (6)")

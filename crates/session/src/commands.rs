@@ -192,9 +192,8 @@ impl Session {
         // A statement reading the client's diagnostics (SHOW WARNINGS, `SELECT @@warning_count`
         // ...) runs where they are, on the connection the session still holds since they came;
         // anywhere else it would read another client's.
-        let diagnostics_here = diagnostics_on_held(self);
         let reads_diagnostics = scan.reads_diagnostics;
-        if reads_diagnostics && diagnostics_here {
+        if reads_diagnostics && diagnostics_on_held(self) {
             if let Some(b) = &self.backend {
                 decision.destination_hostgroup = Some(b.server().spec().hostgroup);
             }
