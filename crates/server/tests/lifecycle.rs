@@ -895,10 +895,11 @@ async fn query_timeout_needs_no_free_backend_connection() {
 /// KILL QUERY of a statement waiting for its turn on a pipelined connection (behind another
 /// client's slow statement): its client gets ERROR 1317 at once, not the statement's result
 /// after the one before it; the statement is stopped on the server when its turn comes; the
-/// client before it gets its own result.
+/// client before it gets its own result. (The statement waits in line as long as it takes:
+/// with the default mysql-pipeline_max_wait_ms it would run on its own after 50 ms.)
 #[test]
 fn kill_query_of_a_pipelined_statement_waiting_for_its_turn() {
-    let w = common::admin::start("pipeline_depth = 8\nthreads = 1");
+    let w = common::admin::start("pipeline_depth = 8\nthreads = 1\npipeline_max_wait_ms = 10000");
     let _warm = common::raw::warm_pool(w.port, 4);
     let mut killer = raw_login(&w, None);
     let (mut busy, mut head, mut follower, _) = pipelined_pair(
@@ -928,6 +929,44 @@ fn kill_query_of_a_pipelined_statement_waiting_for_its_turn() {
         || running_on_primary("kq_pipe_follower") == 0,
     );
     // Both sessions go on.
+    for c in [&mut head, &mut follower] {
+        let r = c.query("SELECT 1");
+        assert_eq!(r[3], b"\x011", "{r:?}");
+    }
+}
+
+/// A pipelined statement whose turn is long in coming (mysql-pipeline_max_wait_ms, 50 ms by
+/// default) leaves the line and runs on a connection of its own; its copy on the pipe, which
+/// starts when the statement ahead ends, is stopped on the server if it has not ended within
+/// the same time: a slow statement runs once, and each client gets its own result.
+#[test]
+fn a_slow_statement_that_left_a_pipes_line_runs_once() {
+    let w = common::admin::start("pipeline_depth = 8\nthreads = 1");
+    let _warm = common::raw::warm_pool(w.port, 4);
+    let (mut busy, mut head, mut follower, sent) = pipelined_pair(
+        &w,
+        "SELECT SLEEP(1) AS lw_pipe_head",
+        "SELECT SLEEP(3) AS lw_pipe_follower",
+    );
+    let rows = head.read_reply(Expect::ResultSets);
+    assert_eq!(rows[3], b"\x010", "{rows:?}");
+    // The head's statement ended, and with it the follower's turn came: its copy started
+    // then, and is stopped after the wait.
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        running_on_primary("lw_pipe_follower"),
+        1,
+        "the statement should run only on the connection it moved to"
+    );
+    let rows = follower.read_reply(Expect::ResultSets);
+    assert!(rows.iter().all(|p| err_code(p).is_none()), "{rows:?}");
+    assert_eq!(rows[3], b"\x010", "{rows:?}");
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_millis(3900),
+        "the follower's result came {took:?} after it was sent: it waited for the head's"
+    );
+    busy.read_reply(Expect::ResultSets);
     for c in [&mut head, &mut follower] {
         let r = c.query("SELECT 1");
         assert_eq!(r[3], b"\x011", "{r:?}");

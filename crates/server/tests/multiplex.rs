@@ -1883,6 +1883,58 @@ async fn pipelined_statements_do_not_wait_behind_a_slow_one() {
     b.await.unwrap();
 }
 
+/// mysql-pipeline_depth: a statement that joined a pipe just before the statement ahead of it
+/// turned out slow does not wait for the slow one to end: after a short wait it leaves the
+/// line and runs on a connection of its own, and its reply on the pipe is dropped, so the
+/// statements after it on either connection get their own replies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipelined_statement_behind_a_slow_one_leaves_the_line() {
+    let w = start("pipeline_depth = 8\nthreads = 1");
+    let mut busy = connect(&w, Some("weirtest")).await;
+    let mut slow = connect(&w, Some("weirtest")).await;
+    let mut quick = connect(&w, Some("weirtest")).await;
+    // Joining takes the quick statement arriving within a millisecond of the slow one: on a
+    // slow machine an attempt may miss it, so up to 5 attempts.
+    let mut joined = false;
+    for attempt in 0..5 {
+        // A pipe opens only while another statement of the worker is on a backend.
+        let hold = tokio::spawn(async move {
+            busy.query_drop("SELECT SLEEP(3)").await.unwrap();
+            busy
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let before = common::admin::pipelined_statements(&w);
+        // Both commands leave in one poll, the slow one first.
+        let (slept, (got, quick_took)) =
+            tokio::join!(slow.query_first::<u32, _>("SELECT SLEEP(2)"), async {
+                let started = Instant::now();
+                let got = quick
+                    .query_first::<u32, _>(format!("SELECT {attempt} + 40"))
+                    .await;
+                (got, started.elapsed())
+            },);
+        assert_eq!(slept.unwrap(), Some(0));
+        assert_eq!(got.unwrap(), Some(attempt + 40));
+        joined |= common::admin::pipelined_statements(&w) > before;
+        assert!(
+            // Waiting for SLEEP(2) would take two seconds.
+            quick_took < std::time::Duration::from_millis(1500),
+            "attempt {attempt}: the quick SELECT took {quick_took:?}: it waited for the slow one"
+        );
+        // Each connection's next reply is its own.
+        for (c, n) in [(&mut slow, 7u32), (&mut quick, 8)] {
+            let got: Option<u32> = c.query_first(format!("SELECT {n}")).await.unwrap();
+            assert_eq!(got, Some(n));
+        }
+        busy = hold.await.unwrap();
+        if joined {
+            break;
+        }
+        eprintln!("attempt {attempt}: nothing was pipelined");
+    }
+    assert!(joined, "the quick SELECT never joined the slow one's pipe");
+}
+
 /// A result column as its definition describes it: name, charset (collation) id, flags.
 type ColumnMeta = (String, u16, u16);
 

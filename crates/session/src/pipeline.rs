@@ -80,6 +80,8 @@ pub(crate) enum Opened {
 /// A place in a pipe's line, from [`Pipe::join`].
 pub(crate) struct Turn {
     pipe: u64,
+    /// The follower's place in the pipe's line (see [`Pipe::left_waiting`]).
+    place: u64,
     kills_at_write: u64,
     /// Receives the connection when the replies before this command have been relayed.
     turn: oneshot::Receiver<PooledConn>,
@@ -103,8 +105,14 @@ struct Pipe {
     login: Arc<LoginTemplate>,
     schema: Option<String>,
     vars: weir_sql::SessionVars,
-    /// The sessions whose replies come next, in order.
-    followers: VecDeque<oneshot::Sender<PooledConn>>,
+    /// The sessions whose replies come next, in order, with their places in the line.
+    followers: VecDeque<(oneshot::Sender<PooledConn>, u64)>,
+    /// Places given so far.
+    joined: u64,
+    /// Places of followers that left the line because their turn was long in coming, with
+    /// that wait (mysql-pipeline_max_wait_ms): their statements get as long to end by
+    /// themselves when their turns come before they are stopped, as most are quick.
+    left_waiting: Vec<(u64, Duration)>,
     /// The connection's `kill_queries`.
     kill_queries: Arc<AtomicU64>,
     /// (global id, server id) of the statements prepared on the connection, for executions
@@ -206,10 +214,13 @@ impl Pipe {
             }
         }
         self.in_flight += 1;
+        self.joined += 1;
+        let place = self.joined;
         let (tx, rx) = oneshot::channel();
-        self.followers.push_back(tx);
+        self.followers.push_back((tx, place));
         Some(Turn {
             pipe: self.id,
+            place,
             kills_at_write,
             turn: rx,
         })
@@ -293,10 +304,13 @@ impl Session {
     /// connection failed or a session before it left): the statement then runs on its own.
     /// Its command may have run on a connection that failed: it changes nothing, so it runs
     /// again. Also false when the client's statement is killed meanwhile: the session leaves
-    /// the line (see the module's doc) and answers the KILL.
+    /// the line (see the module's doc) and answers the KILL; and after mysql-pipeline_max_wait_ms
+    /// without a turn (the statement ahead turned out slow after it joined): the statement
+    /// then runs on a connection of its own.
     async fn wait_turn(&mut self, turn: Turn) -> bool {
         crate::GlobalStats::inc(&self.shared.stats.pipelined_statements);
         let mut rx = turn.turn;
+        let max_wait = self.shared.runtime.load().mysql.pipeline_max_wait;
         let conn = tokio::select! {
             biased;
             r = &mut rx => r.ok(),
@@ -311,6 +325,13 @@ impl Session {
                 }
             }
             () = self.handle.kill.cancelled() => leave_line(&mut rx),
+            () = tokio::time::sleep(max_wait) => {
+                let conn = leave_line(&mut rx);
+                if conn.is_none() {
+                    left_waiting(turn.pipe, turn.place, max_wait);
+                }
+                conn
+            }
         };
         match conn {
             Some(conn) => {
@@ -384,6 +405,8 @@ impl Session {
                 schema: self.schema.clone(),
                 vars: self.vars.clone(),
                 followers: VecDeque::new(),
+                joined: 0,
+                left_waiting: Vec::new(),
                 kill_queries,
                 stmts,
                 ignored_caps,
@@ -425,9 +448,20 @@ fn leave_line(rx: &mut oneshot::Receiver<PooledConn>) -> Option<PooledConn> {
     rx.try_recv().ok()
 }
 
+/// Notes that the follower at `place` left the line of pipe `id` after waiting `waited`.
+fn left_waiting(id: u64, place: u64, waited: Duration) {
+    PIPES.with(|pipes| {
+        if let Some(p) = pipes.borrow_mut().iter_mut().find(|p| p.id == id) {
+            p.left_waiting.push((place, waited));
+        }
+    });
+}
+
 /// What comes after a reply relayed on a pipe.
 enum Next {
-    Follower(oneshot::Sender<PooledConn>, Arc<LoginTemplate>),
+    /// The next follower, its login, and how long its statement may run before it is stopped
+    /// should the follower have left the line (zero unless it left because of the wait).
+    Follower(oneshot::Sender<PooledConn>, Arc<LoginTemplate>, Duration),
     /// Nothing more in flight: the pipe is closed and the connection clean.
     Done,
     /// The pipe is gone or out of step: the connection is closed.
@@ -448,9 +482,13 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
             return (Next::Close, Some(pipes.swap_remove(i)));
         }
         match pipe.followers.pop_front() {
-            Some(f) => {
+            Some((f, place)) => {
                 pipe.head_since = Instant::now();
-                (Next::Follower(f, pipe.login.clone()), None)
+                let grace = match pipe.left_waiting.iter().position(|w| w.0 == place) {
+                    Some(i) => pipe.left_waiting.swap_remove(i).1,
+                    None => Duration::ZERO,
+                };
+                (Next::Follower(f, pipe.login.clone(), grace), None)
             }
             None => (Next::Done, Some(pipes.swap_remove(i))),
         }
@@ -458,11 +496,13 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
     // Dropped outside the borrow: dropping followers wakes them.
     drop(closed);
     match next {
-        Next::Follower(turn, login) => {
+        Next::Follower(turn, login, grace) => {
             if let Err(mut conn) = turn.send(conn) {
-                // That session is gone, or left the line when its statement was killed: its
-                // reply comes next on the connection. The statement is stopped unless its
-                // reply is arriving already; the connection goes on once the KILL landed.
+                // That session is gone, or left the line (its statement was killed, or its
+                // turn was long in coming): its reply comes next on the connection. The
+                // statement is stopped unless its reply is arriving already (or, for one that
+                // left because of the wait, it ends within `grace`); the connection goes on
+                // once the KILL landed.
                 let shared = shared.clone();
                 let guard = PipeGuard {
                     id,
@@ -476,12 +516,28 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
                     kill_queries: conn.conn_ref().kill_queries.clone(),
                 });
                 tokio::spawn(async move {
-                    let kill = async {
-                        if let Some(r) = &stop {
-                            crate::exec::kill_on_backend(&shared, r, true).await;
+                    let read = {
+                        let reply = conn.conn().read_reply(Expect::ResultSets);
+                        tokio::pin!(reply);
+                        let ended = match &stop {
+                            Some(_) if !grace.is_zero() => tokio::select! {
+                                r = &mut reply => Some(r),
+                                () = tokio::time::sleep(grace) => None,
+                            },
+                            _ => None,
+                        };
+                        match ended {
+                            Some(r) => r,
+                            None => {
+                                let kill = async {
+                                    if let Some(r) = &stop {
+                                        crate::exec::kill_on_backend(&shared, r, true).await;
+                                    }
+                                };
+                                tokio::join!(reply, kill).0
+                            }
                         }
                     };
-                    let (read, ()) = tokio::join!(conn.conn().read_reply(Expect::ResultSets), kill);
                     match read {
                         Ok(_) | Err(weir_backend::BackendError::Server(_)) => {
                             pass_on(&shared, conn, guard)

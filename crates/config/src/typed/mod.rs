@@ -131,6 +131,8 @@ pub struct MysqlVariables {
     /// `mysql-pipeline_depth` (weir): most statements in flight on one backend connection
     /// (1 = no pipelining).
     pub pipeline_depth: u32,
+    /// `mysql-pipeline_max_wait_ms` (weir): how long a pipelined statement waits for its turn.
+    pub pipeline_max_wait: Duration,
     /// `mysql-query_digests`.
     pub query_digests: bool,
     /// `mysql-query_digests_lowercase`.
@@ -273,6 +275,7 @@ impl MysqlVariables {
             shutdown_grace_period: r.ms("shutdown_grace_period"),
             busy_poll: Duration::from_micros(u64::from(r.u32("busy_poll_us"))),
             pipeline_depth: r.u32("pipeline_depth"),
+            pipeline_max_wait: r.ms("pipeline_max_wait_ms"),
             query_digests: r.bool("query_digests"),
             query_digests_lowercase: r.bool("query_digests_lowercase"),
             query_digests_max_digest_length: r.u32("query_digests_max_digest_length"),

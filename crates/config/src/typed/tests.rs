@@ -89,6 +89,7 @@ fn mysql_defaults_build() {
     assert_eq!(m.shutdown_grace_period, Duration::from_secs(10));
     assert_eq!(m.busy_poll, Duration::ZERO);
     assert_eq!(m.pipeline_depth, 1);
+    assert_eq!(m.pipeline_max_wait, Duration::from_millis(50));
     assert_eq!(m.query_cache_size_mb, 256);
     assert_eq!(m.max_allowed_packet, 64 << 20);
     assert_eq!(m.connection_max_age, None);

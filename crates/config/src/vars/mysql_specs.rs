@@ -23,6 +23,7 @@ pub static MYSQL_VARIABLE_SPECS: &[VarSpec] = &[
     VarSpec::int("threads", "4", 1, 256, "Worker threads serving client traffic.").restart(),
     VarSpec::int("busy_poll_us", "0", 0, 100_000, "weir: after a client command, a worker polls its sockets without sleeping for this many microseconds (lower latency, more CPU); 0 = off."),
     VarSpec::int("pipeline_depth", "1", 1, 64, "weir: most statements in flight on one backend connection: autocommit plain SELECTs of clients in the same state (hostgroup, user, schema, variables) go to a connection still busy with another's, their replies relayed in turn; 1 = off."),
+    VarSpec::int("pipeline_max_wait_ms", "50", 1, 3_600_000, "weir: how long a statement written behind another client's (mysql-pipeline_depth) waits for its turn before it runs on a connection of its own instead."),
     VarSpec::new(
         "interfaces",
         VarKind::Interfaces,

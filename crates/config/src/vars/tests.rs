@@ -66,6 +66,7 @@ fn compat_variables_are_present_with_their_defaults() {
         ("shutdown_grace_period", "10000"),
         ("busy_poll_us", "0"),
         ("pipeline_depth", "1"),
+        ("pipeline_max_wait_ms", "50"),
     ] {
         assert_eq!(m.get(name), Some(default), "mysql-{name}");
     }
