@@ -85,19 +85,37 @@ impl Monitor {
         // a new connection each time).
         let mut conns: HashMap<Target, BackendConn> = HashMap::new();
         let mut state = checks::LoopState::default();
+        // When the last round ran, and whether the monitor was on then.
+        let mut last_round: Option<(std::time::Instant, bool)> = None;
         loop {
+            // Registered before the runtime is read: a LOAD from then on wakes the loop, which
+            // then goes by the new interval at once (and checks read_only at once when the
+            // LOAD moved servers).
+            let loaded = self.read_only.notified();
+            tokio::pin!(loaded);
+            loaded.as_mut().enable();
             let rt = (self.runtime)();
             let m = &rt.mysql;
-            let (interval, _) = schedule(check, m);
-            if m.monitor_enabled {
-                self.round(check, &rt, &mut conns, &mut state).await;
-            } else {
-                conns.clear();
-                self.forget(check);
+            let interval = schedule(check, m).0.max(MIN_INTERVAL);
+            let recheck = check == MonitorCheck::ReadOnly && self.read_only.take_recheck();
+            let due =
+                last_round.is_none_or(|(t, on)| on != m.monitor_enabled || t.elapsed() >= interval);
+            if recheck || due {
+                last_round = Some((std::time::Instant::now(), m.monitor_enabled));
+                if m.monitor_enabled {
+                    self.round(check, &rt, &mut conns, &mut state).await;
+                } else {
+                    conns.clear();
+                    self.forget(check);
+                }
             }
+            let wait = last_round.map_or(Duration::ZERO, |(t, _)| {
+                interval.saturating_sub(t.elapsed())
+            });
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(interval.max(MIN_INTERVAL)) => {}
+                _ = tokio::time::sleep(wait) => {}
+                _ = &mut loaded => {}
             }
         }
     }
@@ -122,6 +140,7 @@ impl Monitor {
 
     /// Puts the configured servers, moved by the read_only the monitor saw, in force.
     fn reapply(&self) {
+        let _placing = self.read_only.placing();
         let rt = (self.runtime)();
         self.pool
             .apply_servers(&server_specs(&rt, &self.read_only.snapshot()));
@@ -136,6 +155,7 @@ impl Monitor {
         state: &mut checks::LoopState,
     ) {
         let servers = self.pool.servers();
+        let generation = self.read_only.generation();
         let targets = checks::targets(check, rt, &servers);
         conns.retain(|t, _| targets.contains(t));
         let m = &rt.mysql;
@@ -222,7 +242,7 @@ impl Monitor {
                 MonitorCheck::ReplicationLag => state.lag(&target, &on_target, &result, m),
                 MonitorCheck::ReadOnly => {
                     if let Ok(Some(v)) = result {
-                        if self.read_only.set(&target, v != 0) {
+                        if self.read_only.set(&target, v != 0, generation) {
                             tracing::info!(server = %format!("{}:{}", target.0, target.1), read_only = v, "read_only changed: moving the server between replication hostgroups");
                             self.reapply();
                         }

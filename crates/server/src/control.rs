@@ -74,7 +74,7 @@ impl Control for ProxyControl {
     fn apply(&self, runtime: Runtime) -> Result<(), Vec<String>> {
         // Compiled rules are kept while they are unchanged: recompiling thousands of rules
         // takes time, and their hit counters would restart.
-        let current = self.shared.runtime.load();
+        let current = self.shared.runtime.load_full();
         let rules = if current.query_rules == runtime.query_rules {
             None
         } else {
@@ -88,6 +88,10 @@ impl Control for ProxyControl {
                 &runtime.admin.mysql_ifaces,
             )?)
         };
+        // The servers and the runtime change together for the monitor, which places servers
+        // by the runtime it reads.
+        let placing = self.read_only.placing();
+        self.read_only.loading(&current, &runtime);
         drop(current);
         // Settings and servers first: a session that loads the new snapshot must find the
         // servers it names.
@@ -104,6 +108,8 @@ impl Control for ProxyControl {
             self.shared.set_rules(rules);
         }
         self.shared.runtime.store(Arc::new(runtime));
+        drop(placing);
+        self.read_only.loaded();
         if let Some(change) = ifaces {
             if self.admin_ifaces.send(change).is_err() {
                 tracing::warn!("admin-mysql_ifaces changed while weir stops: not applied");

@@ -277,6 +277,113 @@ async fn promoting_a_replica_by_read_only_moves_writes() {
     assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
 }
 
+/// A switchover by hand with the monitor on (docs/howto-switchover.md): read_only flipped on
+/// the servers, then the admin swaps them in mysql_servers and loads that, before the
+/// monitor's next read_only check (a long interval here). The loaded placement is in force at
+/// once: writes never go to the old primary, now read only, on the strength of the read_only
+/// it had at the last check. Moving back works the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switchover_loaded_before_the_next_read_only_check_moves_writes_at_once() {
+    let _turn = turn().await;
+    let w = start(
+        "monitor_enabled = true\n\
+         monitor_writer_is_also_reader = false\n\
+         monitor_username = \"monitor\"\n\
+         monitor_password = \"monitor\"\n\
+         monitor_read_only_interval = 600000",
+    );
+    let primary = &topo().primary;
+    let replica = &topo().replicas[0];
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    // The monitor's first round: it knows the primary writable and the replica read only.
+    wait_for("read_only rows", Duration::from_secs(5), || {
+        table(
+            &w,
+            "SELECT DISTINCT port FROM monitor.mysql_server_read_only_log WHERE error IS NULL",
+        )
+        .len()
+            == 3
+    })
+    .await;
+    let swap = |writer: u16, reader: u16| {
+        admin(
+            &w,
+            &format!(
+                "UPDATE mysql_servers SET hostgroup_id = 1 WHERE port = {reader};\
+                 UPDATE mysql_servers SET hostgroup_id = 0 WHERE port = {writer};\
+                 LOAD MYSQL SERVERS TO RUNTIME"
+            ),
+        );
+    };
+    replica.exec("SET GLOBAL read_only = 0").unwrap();
+    primary.exec("SET GLOBAL read_only = 1").unwrap();
+    swap(replica.port, primary.port);
+    let runtime_writers = || {
+        table(
+            &w,
+            "SELECT port FROM runtime_mysql_servers WHERE hostgroup_id = 0",
+        )
+        .into_iter()
+        .map(|r| r["port"].clone())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(runtime_writers(), vec![replica.port.to_string()]);
+    for _ in 0..5 {
+        assert_eq!(port_of(&mut c, "SELECT @@port").await, replica.port);
+    }
+    // The monitor checked the moved servers at once and agrees.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runtime_writers(), vec![replica.port.to_string()]);
+    // Back as it was.
+    primary.exec("SET GLOBAL read_only = 0").unwrap();
+    replica.exec("SET GLOBAL read_only = 1").unwrap();
+    swap(primary.port, replica.port);
+    assert_eq!(runtime_writers(), vec![primary.port.to_string()]);
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runtime_writers(), vec![primary.port.to_string()]);
+}
+
+/// Monitor variables take effect at LOAD MYSQL VARIABLES TO RUNTIME: turning the monitor on,
+/// or shortening an interval, does not wait for the interval read before to run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_intervals_take_effect_at_load() {
+    let w = start(
+        "monitor_enabled = false\n\
+         monitor_username = \"monitor\"\n\
+         monitor_password = \"monitor\"\n\
+         monitor_ping_interval = 600000",
+    );
+    let pings = || {
+        table(
+            &w,
+            "SELECT COUNT(*) AS n FROM monitor.mysql_server_ping_log WHERE ping_error IS NULL",
+        )[0]["n"]
+            .parse::<u64>()
+            .unwrap()
+    };
+    // Off for a while: every loop has slept with its long interval.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(pings(), 0);
+    admin(
+        &w,
+        "SET mysql-monitor_enabled = 'true'; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    wait_for("the first pings", Duration::from_secs(3), || pings() >= 3).await;
+    let first = pings();
+    admin(
+        &w,
+        "SET mysql-monitor_ping_interval = 200; LOAD MYSQL VARIABLES TO RUNTIME",
+    );
+    // 600 s would pass before the next round at the old interval.
+    wait_for("pings every 200 ms", Duration::from_secs(3), || {
+        pings() >= first + 6
+    })
+    .await;
+}
+
 /// A replica killed with SIGKILL under a read load: reads go on on the other replica; each
 /// client sees at most the statement that was running on the dead server fail, and nothing
 /// fails a second after the kill.
