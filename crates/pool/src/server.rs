@@ -342,6 +342,7 @@ impl ServerState {
             tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), "server SHUNNED");
             self.clear_idle();
             self.changed.notify_waiters();
+            self.wanted.notify_waiters();
         }
     }
 
@@ -386,6 +387,7 @@ impl ServerState {
                 .store(until.max(1), Ordering::Relaxed);
             tracing::warn!(server = %self.endpoint, errors = limit, "server SHUNNED after connect errors");
             self.clear_idle();
+            self.wanted.notify_waiters();
         }
     }
 
@@ -394,6 +396,8 @@ impl ServerState {
         self.status.store(status.to_u8(), Ordering::Relaxed);
         if status != ServerStatus::Online {
             self.clear_idle();
+            // Sessions keeping a connection only by affinity let go now, idle or not.
+            self.wanted.notify_waiters();
         }
         self.changed.notify_waiters();
     }
@@ -408,6 +412,7 @@ impl ServerState {
 
     pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::Relaxed);
+        self.wanted.notify_waiters();
         self.clear_idle();
     }
 
@@ -497,14 +502,15 @@ impl ServerState {
         self.waiting.load(Ordering::Relaxed) > 0
     }
 
-    /// Resolves once a statement waits for a connection to this server (at once if one
-    /// already does).
+    /// Resolves once a statement waits for a connection to this server, or the server drains
+    /// (not ONLINE: OFFLINE_SOFT for a switchover, shunned, removed), at once if either is
+    /// already so: a connection kept only by affinity then goes back.
     pub async fn wanted(&self) {
         loop {
-            // Registered before the check, so a statement that starts waiting in between is
-            // not missed.
+            // Registered before the check, so a statement that starts waiting (or a status
+            // change) in between is not missed.
             let notified = self.wanted.notified();
-            if self.has_waiters() {
+            if self.has_waiters() || self.draining() {
                 return;
             }
             notified.await;

@@ -709,6 +709,49 @@ async fn autocommit_and_auto_increment_settings() {
     assert_eq!(id, inserted);
 }
 
+/// A connection kept only by affinity (here the auto-increment delay after an insert) goes
+/// back at once when its server starts draining (OFFLINE_SOFT, as in a switchover), while the
+/// client sits idle: the drain does not wait for the affinity's timeout.
+#[tokio::test]
+async fn an_idle_affinity_gives_way_to_a_draining_server() {
+    let w = start_with_max(
+        4,
+        "auto_increment_delay_multiplex = 5\nauto_increment_delay_multiplex_timeout_ms = 20000",
+    );
+    let held = |w: &WeirProcess| pool_use(w).0;
+    let mut c = connect(&w, Some("weirtest")).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS ai_drain (id INT AUTO_INCREMENT PRIMARY KEY)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO ai_drain VALUES ()")
+        .await
+        .unwrap();
+    let inserted = c.last_insert_id();
+    assert_eq!(held(&w), 1, "auto-increment affinity");
+    let status = |s: &str| {
+        admin(
+            &w,
+            &format!(
+                "UPDATE mysql_servers SET status = '{s}' WHERE hostgroup_id = 0; \
+                 LOAD MYSQL SERVERS TO RUNTIME"
+            ),
+        );
+    };
+    status("OFFLINE_SOFT");
+    let drained = Instant::now();
+    while held(&w) == 1 {
+        assert!(
+            drained.elapsed() < std::time::Duration::from_secs(5),
+            "the idle session kept its connection to a draining server"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    status("ONLINE");
+    // The session goes on; LAST_INSERT_ID() is still its own.
+    let id: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
+    assert_eq!(id, inserted);
+}
+
 /// A reply without status flags (an error, a prepared statement's definitions) says nothing
 /// about the transaction: the connection stays with its client until the transaction ends,
 /// and another client's statement waits for it rather than landing in that transaction.
