@@ -14,7 +14,10 @@
 # points at it and the old primary joins the readers.
 #
 # Environment: WEIR_ADMIN_PORT [6032], ADMIN_USER [admin], ADMIN_PASS [admin],
-# WRITER_HG [0], READER_HG [1], DRAIN_TIMEOUT_S [10].
+# WRITER_HG [0], READER_HG [1], DRAIN_TIMEOUT_S [5]: how long steps 2 and 3 may each take.
+# Keep it well under weir's mysql-connect_timeout_server_max (10 s by default): statements
+# wait in weir meanwhile, and should the switchover be abandoned they must get the old primary
+# back before their wait runs out.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,7 +28,20 @@ NEW=$2
 ADMIN_PORT=${WEIR_ADMIN_PORT:-6032}
 WRITER_HG=${WRITER_HG:-0}
 READER_HG=${READER_HG:-1}
-DRAIN_TIMEOUT_S=${DRAIN_TIMEOUT_S:-10}
+DRAIN_TIMEOUT_S=${DRAIN_TIMEOUT_S:-5}
+[[ $DRAIN_TIMEOUT_S =~ ^[0-9]+(\.[0-9]{1,3})?$ ]] || die "DRAIN_TIMEOUT_S=$DRAIN_TIMEOUT_S: expected seconds, e.g. 5 or 2.5"
+
+# Milliseconds since the epoch (bash's clock: no process per look).
+now_ms() {
+    local t=${EPOCHREALTIME/[.,]/}
+    echo $((t / 1000))
+}
+# The moment DRAIN_TIMEOUT_S from now, in milliseconds.
+drain_deadline() {
+    local whole=${DRAIN_TIMEOUT_S%%.*} frac=000
+    [[ $DRAIN_TIMEOUT_S != *.* ]] || frac=${DRAIN_TIMEOUT_S#*.}000
+    echo $(($(now_ms) + whole * 1000 + 10#${frac:0:3}))
+}
 
 admin() {
     mariadb --protocol=tcp -h127.0.0.1 -P"$ADMIN_PORT" -u"${ADMIN_USER:-admin}" \
@@ -51,10 +67,10 @@ say "switchover: primary $OLD -> $NEW"
 admin "UPDATE mysql_servers SET status = 'OFFLINE_SOFT' WHERE hostgroup_id = $WRITER_HG AND port = $OLD;
        LOAD MYSQL SERVERS TO RUNTIME"
 # 2. Transactions in flight finish.
-deadline=$((SECONDS + DRAIN_TIMEOUT_S))
+deadline=$(drain_deadline)
 until [ "$(admin "SELECT COALESCE(SUM(ConnUsed), 0) FROM stats_mysql_connection_pool
         WHERE hostgroup = $WRITER_HG AND srv_port = $OLD")" = 0 ]; do
-    if [ $SECONDS -ge $deadline ]; then
+    if [ "$(now_ms)" -ge "$deadline" ]; then
         admin "UPDATE mysql_servers SET status = 'ONLINE' WHERE hostgroup_id = $WRITER_HG AND port = $OLD;
                LOAD MYSQL SERVERS TO RUNTIME"
         die "connections to $OLD still in use after ${DRAIN_TIMEOUT_S} s: switchover abandoned, $OLD back ONLINE"
@@ -64,11 +80,11 @@ done
 # 3. The old primary stops taking writes; the new one catches up and becomes writable.
 on "$OLD" "SET GLOBAL read_only = 1"
 pos=$(on "$OLD" "SELECT @@gtid_binlog_pos")
-deadline=$((SECONDS + DRAIN_TIMEOUT_S))
+deadline=$(drain_deadline)
 # gtid_current_pos: what the server applied, whether it came through replication or (with
 # log_slave_updates) went to its own binlog.
 until [ "$(on "$NEW" "SELECT @@gtid_current_pos")" = "$pos" ]; do
-    if [ $SECONDS -ge $deadline ]; then
+    if [ "$(now_ms)" -ge "$deadline" ]; then
         die "port $NEW did not reach GTID $pos in ${DRAIN_TIMEOUT_S} s (at: $(on "$NEW" "SELECT CONCAT('[', @@gtid_slave_pos, '] [', @@gtid_current_pos, '] ', @@port)"); old primary: $(on "$OLD" "SELECT CONCAT('[', @@gtid_binlog_pos, '] ', @@port)"))"
     fi
     sleep 0.02
