@@ -1739,8 +1739,9 @@ fn a_kill_meant_for_a_pipelined_statement_stops_no_other_client() {
     use common::raw::{err_code, RawClient};
     use std::time::Duration;
     use weir_wire::reply::Expect;
-    // One worker: pipes are per worker thread.
-    let w = start("pipeline_depth = 8\nthreads = 1");
+    // One worker: pipes are per worker thread. The statement behind waits in line as long as
+    // the first reply takes (by default it would run on its own after 50 ms).
+    let w = start("pipeline_depth = 8\nthreads = 1\npipeline_max_wait_ms = 10000");
     let login = |db: Option<&str>| {
         let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);
         assert_eq!(<[u8]>::first(&p), Some(&0), "login: {p:?}");
@@ -1976,6 +1977,50 @@ async fn a_pipelined_statement_behind_a_slow_one_leaves_the_line() {
         eprintln!("attempt {attempt}: nothing was pipelined");
     }
     assert!(joined, "the quick SELECT never joined the slow one's pipe");
+}
+
+/// mysql-pipeline_depth: a statement that opened a pipe nobody joined (its client's state
+/// differs from everyone else's) keeps its connection as any statement does, so its warnings
+/// are there for the `SHOW WARNINGS` after it, however busy the other clients are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warnings_of_a_statement_on_a_pipe_nobody_joined_are_kept() {
+    let w = start("pipeline_depth = 8\nthreads = 1");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut busy = Vec::new();
+    for _ in 0..4 {
+        let mut c = connect(&w, Some("weirtest")).await;
+        let stop = stop.clone();
+        // Keeps statements on backends, so that a SELECT opens a pipe.
+        busy.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                c.query_drop("SELECT 1").await.unwrap();
+            }
+        }));
+    }
+    let mut c = connect(&w, Some("weirtest")).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS pipe_warn (a INT)")
+        .await
+        .unwrap();
+    c.query_drop("SET time_zone = '+01:00'").await.unwrap();
+    let before = common::admin::pipelined_statements(&w);
+    for i in 0..100 {
+        // Naming a table, it clears the warnings before: the session lets its connection go,
+        // and the next SELECT may open a pipe.
+        c.query_drop("SELECT a FROM pipe_warn").await.unwrap();
+        let _: Option<i64> = c
+            .query_first(format!("SELECT CAST('x{i}' AS INT)"))
+            .await
+            .unwrap();
+        assert_eq!(c.get_warnings(), 1, "round {i}");
+        let shown: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+        assert_eq!(shown.len(), 1, "round {i}: SHOW WARNINGS lost the warning");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in busy {
+        b.await.unwrap();
+    }
+    // The busy clients' statements did share connections: pipes were open meanwhile.
+    assert!(common::admin::pipelined_statements(&w) > before);
 }
 
 /// A result column as its definition describes it: name, charset (collation) id, flags.

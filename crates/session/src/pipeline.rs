@@ -417,13 +417,27 @@ impl Session {
     }
 
     /// Hands the held connection on when the session's statement went through a pipe;
-    /// whether it did. A session still tied to the connection (which an eligible statement
+    /// whether it did (not when nobody joined: the pipe then closes and the session keeps
+    /// the connection as after any statement). A session still tied to the connection (which an eligible statement
     /// cannot make it) would have the followers' replies arrive for its own next statement:
     /// the connection is closed instead, and the followers run on their own.
     pub(crate) fn pass_to_followers(&mut self) -> bool {
         let Some(guard) = self.pipe.take() else {
             return false;
         };
+        let alone = PIPES.with(|pipes| {
+            pipes
+                .borrow()
+                .iter()
+                .find(|p| p.id == guard.id)
+                .is_some_and(|p| p.followers.is_empty())
+        });
+        if alone && self.backend.is_some() {
+            // Nobody joined: the pipe closes and the connection is the session's as if it had
+            // never opened one (it may keep it a while, for its warnings for instance).
+            drop(guard);
+            return false;
+        }
         let Some(b) = self.backend.take() else {
             return true;
         };
