@@ -95,6 +95,15 @@ impl Stream {
         }
     }
 
+    /// Writes what the socket takes now without waiting: `Err(WouldBlock)` when it takes
+    /// nothing.
+    pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_write(bytes),
+            Stream::Unix(s) => s.try_write(bytes),
+        }
+    }
+
     /// Reads what is already available without waiting: `Err(WouldBlock)` when nothing is.
     pub fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {

@@ -973,6 +973,38 @@ fn a_slow_statement_that_left_a_pipes_line_runs_once() {
     }
 }
 
+/// A client that stops reading a result is dropped once it has read nothing for its session's
+/// net_write_timeout, as the server drops such a client: the backend connection the result
+/// came from is given up, and a statement waiting for it (the server takes one connection
+/// here) runs. Before, the session waited on its write for as long as the client stayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_a_result_is_dropped_after_net_write_timeout() {
+    let w = start_with_max(1, "connect_timeout_server_max = 30000");
+    let mut stalled = raw_login(&w, Some("weirtest"));
+    let ok = stalled.query("SET net_write_timeout = 2");
+    assert_eq!(<[u8]>::first(&ok[0]), Some(&0), "{ok:?}");
+    // About 400 MB: far more than the sockets between weir and the client hold.
+    stalled.send(b"\x03SELECT seq, REPEAT('x', 200) FROM seq_1_to_2000000");
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let mut c = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    let n: Option<u32> = c.query_first("SELECT 7").await.unwrap();
+    assert_eq!(n, Some(7));
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "the statement waited {waited:?} for the stalled client's connection"
+    );
+    // The stalled client's connection was closed: what it reads now ends before the result.
+    let mut packets = 0u64;
+    while stalled.read_packet().is_ok() {
+        packets += 1;
+    }
+    assert!(packets < 2_000_000, "{packets} packets: the whole result");
+}
+
 /// A raw client logged in to `w`.
 fn raw_login(w: &weir_testkit::WeirProcess, db: Option<&str>) -> RawClient {
     let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);

@@ -91,6 +91,46 @@ pub struct ClientConn {
     pub bytes_in: u64,
     /// Bytes sent to the client (Queries_frontends_bytes_sent).
     pub bytes_out: u64,
+    /// How long a write may wait for a client that reads nothing, seconds: the session's
+    /// net_write_timeout.
+    pub write_timeout_s: u32,
+}
+
+/// The server's default net_write_timeout, seconds: how long weir waits for a client that
+/// reads nothing of what it is sent, unless the session set net_write_timeout itself.
+pub(crate) const NET_WRITE_TIMEOUT_S: u32 = 60;
+
+/// Writes all of `bytes` to a client, as the server does: an error (`TimedOut`) once the client
+/// has read nothing for `timeout_s` seconds. Otherwise a client that stops reading a result
+/// would keep the session, and the backend connection the result comes from, for as long as
+/// it stays connected. The common case (the socket takes it all at once) arms no timer.
+pub(crate) async fn write_all_timed(
+    stream: &mut Stream,
+    bytes: &[u8],
+    timeout_s: u32,
+) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    let mut rest = bytes;
+    match stream.try_write(rest) {
+        Ok(n) => rest = &rest[n.min(rest.len())..],
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        Err(e) => return Err(e),
+    }
+    let limit = std::time::Duration::from_secs(u64::from(timeout_s.max(1)));
+    while !rest.is_empty() {
+        match tokio::time::timeout(limit, stream.write(rest)).await {
+            Ok(Ok(0)) => return Err(ErrorKind::WriteZero.into()),
+            Ok(Ok(n)) => rest = &rest[n..],
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    ErrorKind::TimedOut,
+                    format!("the client read nothing for {timeout_s} s (net_write_timeout)"),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 impl ClientConn {
@@ -128,6 +168,7 @@ impl ClientConn {
             scramble: [0; 20],
             bytes_in: 0,
             bytes_out: 0,
+            write_timeout_s: NET_WRITE_TIMEOUT_S,
         }
     }
 
@@ -195,7 +236,7 @@ impl ClientConn {
     pub async fn flush_wbuf(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
             self.bytes_out += self.wbuf.len() as u64;
-            self.stream.write_all(&self.wbuf).await?;
+            write_all_timed(&mut self.stream, &self.wbuf, self.write_timeout_s).await?;
             self.wbuf.clear();
         }
         Ok(())

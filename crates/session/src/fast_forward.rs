@@ -111,7 +111,8 @@ async fn relay(
     }
     if !conn.rbuf.is_empty() {
         client.bytes_out += conn.rbuf.len() as u64;
-        client.stream.write_all(&conn.rbuf).await?;
+        crate::client::write_all_timed(&mut client.stream, &conn.rbuf, client.write_timeout_s)
+            .await?;
         conn.rbuf.clear();
     }
     let mut up = BytesMut::with_capacity(CHUNK);
@@ -172,7 +173,10 @@ async fn relay(
                 packets.server_spoke();
                 received += n as u64;
                 client.bytes_out += n as u64;
-                if let Err(e) = client.stream.write_all(&down).await {
+                let timeout_s = client.write_timeout_s;
+                if let Err(e) =
+                    crate::client::write_all_timed(&mut client.stream, &down, timeout_s).await
+                {
                     break Err(e);
                 }
                 down.clear();

@@ -314,19 +314,20 @@ impl Relay<'_> {
             self.client.wbuf.clear();
             return Ok(());
         }
-        let out = if staged {
+        if staged {
             self.stage(from, to);
-            &self.client.wbuf[..]
+        }
+        let client = &mut *self.client;
+        let out = if staged {
+            &client.wbuf[..]
         } else {
             &self.conn.rbuf[from..to]
         };
-        self.client.bytes_out += out.len() as u64;
-        self.client
-            .stream
-            .write_all(out)
+        client.bytes_out += out.len() as u64;
+        crate::client::write_all_timed(&mut client.stream, out, client.write_timeout_s)
             .await
             .map_err(RelayError::Client)?;
-        self.client.wbuf.clear();
+        client.wbuf.clear();
         Ok(())
     }
 

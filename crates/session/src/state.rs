@@ -184,6 +184,7 @@ impl Session {
                 if let Some(b) = self.backend.as_mut() {
                     b.conn().vars.apply(a);
                 }
+                self.client.write_timeout_s = self.net_write_timeout();
                 let as_transaction = self
                     .shared
                     .runtime
@@ -220,9 +221,19 @@ impl Session {
         fx.hold_next
     }
 
+    /// The session's net_write_timeout, seconds (the server's default unless it set one).
+    fn net_write_timeout(&self) -> u32 {
+        self.vars
+            .system("net_write_timeout")
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|&s| s > 0)
+            .unwrap_or(crate::client::NET_WRITE_TIMEOUT_S)
+    }
+
     /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER).
     pub(crate) fn reset_state(&mut self) {
         self.vars = weir_sql::SessionVars::default();
+        self.client.write_timeout_s = crate::client::NET_WRITE_TIMEOUT_S;
         if self.login.ignore_space {
             // The server adds IGNORE_SPACE for CLIENT_IGNORE_SPACE at login only: after a
             // reset or a change of user, sql_mode is the global one.
