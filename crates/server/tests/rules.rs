@@ -725,6 +725,54 @@ LOAD MYSQL QUERY RULES TO RUNTIME;",
     drop(c);
 }
 
+/// error_msg and OK_msg apply to prepared statements too: a refused statement is not run by
+/// preparing it and executing it, whether the rule was there at its prepare or loaded since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_msg_and_ok_msg_apply_to_prepared_statements() {
+    let w = start("");
+    let primary_sql = |sql: &str| common::topo().primary.query_rows(sql).unwrap();
+    primary_sql("CREATE TABLE IF NOT EXISTS weirtest.precious_ps (id INT PRIMARY KEY)");
+    primary_sql("INSERT IGNORE INTO weirtest.precious_ps VALUES (1), (2)");
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, error_msg, apply) VALUES (1, 1, '^DELETE FROM weirtest.precious_ps', 'Refused by weir', 1);
+LOAD MYSQL QUERY RULES TO RUNTIME;",
+    );
+    let mut c = connect(&w).await;
+    let delete = c
+        .prep("DELETE FROM weirtest.precious_ps WHERE id = ?")
+        .await
+        .unwrap();
+    let update = c
+        .prep("UPDATE weirtest.precious_ps SET id = id WHERE id = ?")
+        .await
+        .unwrap();
+    for id in [1, 2] {
+        let e = c.exec_drop(&delete, (id,)).await.unwrap_err();
+        assert_eq!(
+            server_code(&e),
+            Some((1148, "Refused by weir".into())),
+            "{e}"
+        );
+    }
+    let left = || primary_sql("SELECT COUNT(*) FROM weirtest.precious_ps")[0][0].clone();
+    assert_eq!(left(), "2");
+    // A rule loaded after the prepare applies from the next execution.
+    c.exec_drop(&update, (1,)).await.unwrap();
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, OK_msg, apply) VALUES (2, 1, '^UPDATE weirtest.precious_ps', 'not today', 1);
+LOAD MYSQL QUERY RULES TO RUNTIME;",
+    );
+    c.exec_drop(&update, (1,)).await.unwrap();
+    assert_eq!(c.info(), "not today");
+    // The session goes on.
+    let v: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(v, Some(1));
+    assert_eq!(left(), "2");
+    drop(c);
+}
+
 /// A rule that does not compile refuses the whole LOAD, naming it; the runtime keeps the
 /// rules in force, which go on routing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -144,6 +144,26 @@ pub struct Session {
     pub(crate) pipe: Option<crate::pipeline::PipeGuard>,
 }
 
+/// What a query rule answers instead of running a statement.
+#[derive(Clone)]
+pub(crate) enum RuleAnswer {
+    /// `error_msg`: ERROR 1148 with this message.
+    Error(Arc<str>),
+    /// `OK_msg`: OK with this message.
+    Ok(Arc<str>),
+}
+
+impl RuleAnswer {
+    /// The answer a decision carries, `error_msg` first as for queries.
+    pub(crate) fn of(d: &weir_rules::Decision) -> Option<RuleAnswer> {
+        match (&d.error_msg, &d.ok_msg) {
+            (Some(m), _) => Some(RuleAnswer::Error(m.clone())),
+            (None, Some(m)) => Some(RuleAnswer::Ok(m.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
 /// A statement prepared by the client.
 pub(crate) struct Prepared {
     /// Its command (SELECT, INSERT...), under which its executions are counted.
@@ -170,6 +190,9 @@ pub(crate) struct Prepared {
     pub(crate) global: Arc<crate::stmt::GlobalStmt>,
     /// The hostgroup the rules sent it to when it was prepared; its executions go there.
     pub(crate) hostgroup: u32,
+    /// A rule's `error_msg` or `OK_msg` for its text: its executions get that answer
+    /// instead of running (a rule refusing a statement is not bypassed by preparing it).
+    pub(crate) rule_answer: Option<RuleAnswer>,
     /// Parameter types of the last execution that sent them.
     pub(crate) param_types: Option<Box<[u8]>>,
     /// COM_STMT_SEND_LONG_DATA payloads waiting for the next execution.

@@ -189,6 +189,7 @@ async fn executes_count_under_the_prepared_statement_command() {
                 100,
             ),
             hostgroup: 0,
+            rule_answer: None,
             param_types: None,
             long_data: Default::default(),
             long_data_overflow: false,

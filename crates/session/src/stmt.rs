@@ -345,6 +345,11 @@ impl Session {
                     flag_in,
                     global,
                     hostgroup: self.hostgroup,
+                    rule_answer: if tied {
+                        None
+                    } else {
+                        crate::session::RuleAnswer::of(&self.decision)
+                    },
                     param_types: None,
                     long_data: LongData::default(),
                     long_data_overflow: false,
@@ -402,6 +407,25 @@ impl Session {
                     }
                 }
             }
+        }
+        if let Some(answer) = p.rule_answer.clone() {
+            // Refused or answered by a rule: it does not run, and what it was sent is dropped
+            // as after an execution.
+            p.long_data.clear();
+            p.long_data_overflow = false;
+            match answer {
+                crate::session::RuleAnswer::Error(msg) => {
+                    let e = ErrInfo::new(errcode::ER_NOT_ALLOWED_COMMAND, "42000", msg.to_string());
+                    self.client.send_err(seq, &e).await?;
+                }
+                crate::session::RuleAnswer::Ok(msg) => {
+                    let ok = self.ok_status();
+                    weir_wire::msg::write_ok(&mut self.client.wbuf, seq, &ok, msg.as_bytes());
+                    self.client.flush_wbuf().await?;
+                }
+            }
+            self.row_count = None;
+            return Ok(Flow::Continue);
         }
         if std::mem::take(&mut p.long_data_overflow) {
             p.long_data.clear();
@@ -483,6 +507,7 @@ impl Session {
             p.hostgroup = fresh.destination_hostgroup.unwrap_or(default_hostgroup);
             p.timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
             p.cache = crate::cache::CacheRule::from_decision(&fresh).filter(|_| p.cacheable);
+            p.rule_answer = crate::session::RuleAnswer::of(&fresh);
             p.rules_generation = generation;
         }
     }
