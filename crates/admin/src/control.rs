@@ -23,6 +23,11 @@ pub trait Control: Send + Sync + 'static {
     /// swaps it for new sessions, applies live settings (pool timeouts, servers) and leaves
     /// sessions in flight alone. On `Err` (one line per problem) nothing changed.
     fn apply(&self, runtime: Runtime) -> Result<(), Vec<String>>;
+    /// Whether `apply` would take `runtime` (what it compiles compiles), without applying
+    /// it: SAVE ... TO DISK refuses what weir could not start with.
+    fn check(&self, _runtime: &Runtime) -> Result<(), Vec<String>> {
+        Ok(())
+    }
     /// Counters and live state for the stats tables, zeroing what `reset` asks for.
     fn stats(&self, reset: StatsReset) -> weir_stats::Snapshot;
     /// Stops accepting client connections; false when already paused.

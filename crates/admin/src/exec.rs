@@ -420,6 +420,28 @@ impl Admin {
                 Ok(Reply::ok())
             }
             (Layer::Memory, Layer::Disk) => {
+                // weir starts from the disk: what LOAD would refuse would keep it from
+                // starting (or, for the rules, from routing as the DBA meant).
+                let memory = store.read_module(Target::Memory, module).map_err(|e| {
+                    AdminError::general(format!("SAVE {module} TO DISK: {e}; disk unchanged"))
+                })?;
+                let mut tables = self.control.runtime().tables.clone();
+                take_module(&mut tables, &memory, module);
+                let refused = |lines: Vec<String>| {
+                    AdminError::general(format!(
+                        "SAVE {module} TO DISK refused, disk unchanged (weir could not start with it): {}",
+                        lines.join("; ")
+                    ))
+                };
+                let runtime = Runtime::build(&tables).map_err(|errors| {
+                    refused(
+                        errors
+                            .iter()
+                            .map(|e| describe_error(&tables, &e.path, &e.message))
+                            .collect(),
+                    )
+                })?;
+                self.control.check(&runtime).map_err(refused)?;
                 copy_sql(&store, module, "main", "disk")?;
                 Ok(Reply::ok())
             }

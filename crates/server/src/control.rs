@@ -118,6 +118,14 @@ impl Control for ProxyControl {
         Ok(())
     }
 
+    fn check(&self, runtime: &Runtime) -> Result<(), Vec<String>> {
+        // The rules in force compiled already (LOAD, then SAVE: the usual order).
+        if self.shared.runtime.load().query_rules == runtime.query_rules {
+            return Ok(());
+        }
+        compile_rules(runtime).map(drop)
+    }
+
     fn stats(&self, reset: StatsReset) -> weir_stats::Snapshot {
         weir_session::stats_snapshot_reset(
             &self.shared,

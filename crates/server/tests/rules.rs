@@ -804,11 +804,21 @@ INSERT INTO mysql_query_rules (rule_id, active, match_digest, apply) VALUES (9, 
     let mut c = connect(&w).await;
     assert!(replicas().contains(&port_of(&mut c, "SELECT @@port AS good").await));
     assert_eq!(port_of(&mut c, "SELECT @@port AS other").await, primary());
-    // Fixed, it loads.
+    // Nor are they saved: weir would not start from that disk.
+    let on_disk = || value(&w, "SELECT COUNT(*) FROM disk.mysql_query_rules");
+    let saved = on_disk();
+    let err = admin_err(&w, "SAVE MYSQL QUERY RULES TO DISK");
+    assert!(
+        err.contains("disk unchanged") && err.contains("rule 7"),
+        "{err}"
+    );
+    assert_eq!(on_disk(), saved);
+    // Fixed, it loads and saves.
     admin(
         &w,
-        "DELETE FROM mysql_query_rules WHERE rule_id > 1; LOAD MYSQL QUERY RULES TO RUNTIME;",
+        "DELETE FROM mysql_query_rules WHERE rule_id > 1; LOAD MYSQL QUERY RULES TO RUNTIME; SAVE MYSQL QUERY RULES TO DISK;",
     );
+    assert_eq!(on_disk(), "1");
     drop(c);
 }
 
