@@ -2,7 +2,7 @@
 
 use crate::cache::{cacheable_statement, CacheRule, RunQuery};
 use crate::client::{ClientError, Command};
-use crate::exec::{kill_on_backend, Limits};
+use crate::exec::Limits;
 use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Flow, Session};
 use crate::GlobalStats;
@@ -1110,7 +1110,7 @@ impl Session {
         // KILL is answered: as on the server, the killer's OK comes before the victim's ERR
         // 1317 (Connector/J tells its own query timeout from another's KILL by that order).
         if let Some(r) = target.mark_query_killed() {
-            kill_on_backend(&self.shared, &r, true).await;
+            crate::exec::kill_query_marked(&self.shared, &r).await;
         }
         let answered = if target.id == self.handle.id && !query_only {
             // Killing oneself: the server answers with an error and closes.

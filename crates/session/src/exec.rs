@@ -607,9 +607,27 @@ impl Session {
 /// a KILL never waits for a free connection, however many the server's `max_connections`
 /// lets weir use and however many statements wait for one.
 pub(crate) async fn kill_on_backend(shared: &crate::Shared, r: &Running, query_only: bool) -> bool {
+    if query_only {
+        r.kill_queries.fetch_add(KILL_STARTED, Ordering::Relaxed);
+    }
     // Boxed: the connect and handshake make a large future, which would otherwise be part
     // of the state of every statement's relay (and be copied with it) for a rare event.
     Box::pin(kill_over_new_connection(shared, r, query_only)).await
+}
+
+/// [`kill_on_backend`] for a KILL QUERY already counted as started on the connection (by
+/// [`crate::registry::SessionHandle::mark_query_killed`], under the lock the session takes to
+/// say its statement ended, so that the session sees it under way when it lets go of the
+/// connection).
+pub(crate) async fn kill_query_marked(shared: &crate::Shared, r: &Running) -> bool {
+    Box::pin(kill_over_new_connection(shared, r, true)).await
+}
+
+/// Whether a KILL QUERY weir started on a connection has not landed yet (`kill_queries` is
+/// the connection's counter): the connection must not serve another client's statement,
+/// which the KILL could stop.
+pub(crate) fn kill_under_way(kill_queries: u64) -> bool {
+    kill_queries >> 32 != kill_queries & 0xffff_ffff
 }
 
 async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_only: bool) -> bool {
@@ -624,9 +642,6 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
         mariadb_capabilities: 0,
         connect_timeout: settings.connect_timeout,
     };
-    if query_only {
-        r.kill_queries.fetch_add(KILL_STARTED, Ordering::Relaxed);
-    }
     let delivered = match BackendConn::connect(&params).await {
         Ok(mut c) => {
             let what = if query_only { "KILL QUERY" } else { "KILL" };
@@ -667,9 +682,9 @@ async fn kill_over_new_connection(shared: &crate::Shared, r: &Running, query_onl
 }
 
 /// One KILL QUERY started, in `BackendConn::kill_queries`.
-const KILL_STARTED: u64 = 1 << 32;
+pub(crate) const KILL_STARTED: u64 = 1 << 32;
 /// One KILL QUERY landed (or failed), in `BackendConn::kill_queries`.
-const KILL_LANDED: u64 = 1;
+pub(crate) const KILL_LANDED: u64 = 1;
 
 /// Whether a KILL QUERY weir sent may have reached the server thread between the time a
 /// command was written to it (`kill_queries` was `at_write`) and now: one was under way then,

@@ -564,6 +564,14 @@ fn pass_on(shared: &Arc<Shared>, conn: PooledConn, guard: PipeGuard) {
                 });
             }
         }
+        // A KILL QUERY under way could stop another client's statement there.
+        Next::Done
+            if crate::exec::kill_under_way(
+                conn.conn_ref().kill_queries.load(Ordering::Relaxed),
+            ) =>
+        {
+            drop(conn)
+        }
         Next::Done => shared.pool.checkin(conn, true),
         Next::Close => drop(conn),
     }

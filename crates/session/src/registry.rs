@@ -63,8 +63,9 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
-    /// KILL QUERY of the session's command: the statement to stop on a backend thread, or
-    /// `None` when it has none there yet. The session then ends the command with ERR 1317
+    /// KILL QUERY of the session's command: the statement to stop on a backend thread (the
+    /// KILL already counted as started on its connection: stop it with
+    /// `exec::kill_query_marked`), or `None` when it has none there yet. The session then ends the command with ERR 1317
     /// itself, at once if it waits for a connection or for its turn on a pipe, else before
     /// its statement would reach a backend. A KILL never waits for the session: it goes to
     /// the server over a connection of its own, outside the pool.
@@ -80,8 +81,14 @@ impl SessionHandle {
     pub fn mark_query_killed(&self) -> Option<Running> {
         self.kill_query_requested.store(true, Ordering::SeqCst);
         let running = self.running.lock();
-        if running.is_none() {
-            self.kill_query_pending.store(true, Ordering::SeqCst);
+        match running.as_ref() {
+            None => self.kill_query_pending.store(true, Ordering::SeqCst),
+            // Counted before the session can say its statement ended (under this lock):
+            // then it sees the KILL under way and keeps the connection from other clients.
+            Some(r) => {
+                r.kill_queries
+                    .fetch_add(crate::exec::KILL_STARTED, Ordering::Relaxed);
+            }
         }
         running.clone()
     }
@@ -319,9 +326,20 @@ mod tests {
         let reg = registry.register("h".into(), 1, &CancellationToken::new());
         let h = &reg.handle;
         assert!(h.start_running(running()));
-        assert_eq!(h.kill_query().map(|r| r.backend_thread), Some(7));
+        let r = h.kill_query().unwrap();
+        assert_eq!(r.backend_thread, 7);
         assert!(!h.kill_query_pending());
         assert!(h.kill_query_requested.load(Ordering::SeqCst));
+        // Counted as under way on the connection before the session can see its statement
+        // end: until it lands, the connection serves no other client.
+        assert!(crate::exec::kill_under_way(
+            r.kill_queries.load(Ordering::Relaxed)
+        ));
+        r.kill_queries
+            .fetch_add(crate::exec::KILL_LANDED, Ordering::Relaxed);
+        assert!(!crate::exec::kill_under_way(
+            r.kill_queries.load(Ordering::Relaxed)
+        ));
     }
 
     #[tokio::test]

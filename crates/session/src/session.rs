@@ -1027,6 +1027,16 @@ impl Session {
             return;
         }
         if let Some(b) = self.backend.take() {
+            if crate::exec::kill_under_way(
+                b.conn_ref()
+                    .kill_queries
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ) {
+                // A KILL QUERY meant for this session's statement, which ended, may still
+                // reach the connection: it must not stop another client's statement there.
+                drop(b);
+                return;
+            }
             self.shared.pool.checkin(b, true);
         }
     }
