@@ -63,7 +63,8 @@
 //! `mysql-query_processor_regex=2`; PCRE, its default `=1`, has them): such a rule is refused at
 //! LOAD with an error naming the rule and the construct, so it can never silently not match.
 //! Known small differences with PCRE: `$` matches only at the very end (PCRE also before a final
-//! newline), and `\Z`, `\Q…\E`, `\h`, `\e` are refused.
+//! newline), and `\Z`, `\Q…\E`, `\h`, `\e` are refused, as are possessive quantifiers (which
+//! this engine would read as nested repetitions) and repeat counts PCRE refuses (over 65535).
 //!
 //! # How evaluation stays flat in the number of rules
 //!

@@ -348,6 +348,14 @@ fn compile_pattern(
         ));
         return None;
     }
+    if let Some(problem) = pcre_difference(source) {
+        errors.push(RuleError::new(
+            id,
+            field,
+            format!("invalid regular expression '{source}': {problem}"),
+        ));
+        return None;
+    }
     match build_regex(source, caseless) {
         Ok(regex) => Some(Pattern {
             source: source.into(),
@@ -359,6 +367,93 @@ fn compile_pattern(
             None
         }
     }
+}
+
+/// Largest repeat count PCRE accepts in `{n,m}`.
+const PCRE_MAX_REPEAT: u64 = 65_535;
+
+/// A construct the regex engine accepts but reads differently from PCRE (ProxySQL's default
+/// engine), so that a rule would silently match other statements than the DBA meant:
+/// possessive quantifiers (`a++`, `.*+`, `a{2}+`: the engine nests the repetition, PCRE never
+/// gives back) and repeat counts PCRE refuses. `None` when there is none.
+pub(crate) fn pcre_difference(source: &str) -> Option<String> {
+    let b = source.as_bytes();
+    let mut i = 0;
+    // Whether the previous token was a quantifier (a `+` now would make it possessive).
+    let mut after_quantifier = false;
+    while i < b.len() {
+        let c = b[i];
+        let quantifier = match c {
+            b'\\' => {
+                i += 2;
+                after_quantifier = false;
+                continue;
+            }
+            b'[' => {
+                // A class: `]` right after `[` or `[^` is a member, `\]` too.
+                i += 1;
+                if b.get(i) == Some(&b'^') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&b']') {
+                    i += 1;
+                }
+                while i < b.len() && b[i] != b']' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                after_quantifier = false;
+                continue;
+            }
+            b'+' if after_quantifier => {
+                return Some(format!(
+                    "the possessive quantifier at byte {i} is read by weir's regex engine as a \
+                     nested repetition, unlike PCRE (write it without the last '+')"
+                ));
+            }
+            b'*' | b'+' => true,
+            // `(?` opens a group with flags, not a quantifier; `+?` makes one lazy.
+            b'?' => !(after_quantifier || (i > 0 && b[i - 1] == b'(')),
+            b'{' => match counted_repeat(&b[i..]) {
+                Some((len, max)) => {
+                    if max > PCRE_MAX_REPEAT {
+                        return Some(format!(
+                            "repeat count {max} at byte {i}: PCRE allows at most {PCRE_MAX_REPEAT}"
+                        ));
+                    }
+                    i += len;
+                    after_quantifier = true;
+                    continue;
+                }
+                None => false,
+            },
+            _ => false,
+        };
+        after_quantifier = quantifier;
+        i += 1;
+    }
+    None
+}
+
+/// `{n}`, `{n,}` or `{n,m}` at the start of `b`: its length and its largest count.
+fn counted_repeat(b: &[u8]) -> Option<(usize, u64)> {
+    let end = b.iter().position(|&c| c == b'}')?;
+    let inner = std::str::from_utf8(&b[1..end]).ok()?;
+    let (lo, hi) = match inner.split_once(',') {
+        Some((lo, hi)) => (lo, hi),
+        None => (inner, inner),
+    };
+    let num = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| s.parse().unwrap_or(u64::MAX))
+    };
+    let lo = num(lo.trim())?;
+    let max = if hi.trim().is_empty() {
+        lo
+    } else {
+        num(hi.trim())?.max(lo)
+    };
+    Some((end + 1, max))
 }
 
 /// The regex crate's multi-line diagnostic, folded into one line for an admin ERR packet.

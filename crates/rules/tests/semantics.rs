@@ -387,6 +387,54 @@ fn compile_errors_name_every_bad_rule() {
     assert_eq!(refused(&[zero])[0].field, "digest");
 }
 
+/// Constructs the engine reads differently from PCRE are refused, not silently changed;
+/// their look-alikes that mean the same everywhere are not.
+#[test]
+fn possessive_quantifiers_and_huge_repeat_counts_are_refused() {
+    for (i, bad) in [
+        "x++x",
+        "SELECT .*+ FROM",
+        r"\d++",
+        "a?+b",
+        "a{2}+",
+        "a{2,3}+",
+        "(ab)++",
+        "a{100000}",
+        "a{1,70000}",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = rule(i as u32 + 1);
+        r.match_pattern = Some(bad.into());
+        let errors = refused(&[r]);
+        assert_eq!(errors.len(), 1, "{bad}");
+        let msg = errors[0].to_string();
+        assert!(
+            msg.contains("possessive") || msg.contains("PCRE allows at most"),
+            "{bad}: {msg}"
+        );
+    }
+    for (i, fine) in [
+        r"a\++",
+        "[+]+",
+        "[a+]+x",
+        "x+?",
+        "(?i)x+",
+        "a{2}?",
+        "a{65535}",
+        r"SELECT \? FROM",
+        "a+b+",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = rule(i as u32 + 1);
+        r.match_pattern = Some(fine.into());
+        assert!(CompiledRules::compile(&[r]).is_ok(), "{fine} refused");
+    }
+}
+
 #[test]
 fn empty_rules() {
     let rules = CompiledRules::empty();
