@@ -322,6 +322,23 @@ pub(super) fn warnings(tables: &ConfigTables, admin: &AdminVariables) -> Vec<Str
                 r.rule_id
             ));
         }
+        let stored_only: Vec<&str> = [
+            ("mirror_hostgroup", r.mirror_hostgroup.is_some()),
+            ("mirror_flagOUT", r.mirror_flag_out.is_some()),
+            ("gtid_from_hostgroup", r.gtid_from_hostgroup.is_some()),
+            ("log", r.log == Some(true)),
+            ("reconnect", r.reconnect.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(field, set)| set.then_some(field))
+        .collect();
+        if !stored_only.is_empty() {
+            out.push(format!(
+                "mysql_query_rules[{i}]: rule {} sets {}, which weir stores but does not act on yet",
+                r.rule_id,
+                stored_only.join(", ")
+            ));
+        }
     }
     let admins = admin
         .admin_credentials

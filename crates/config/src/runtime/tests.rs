@@ -227,6 +227,27 @@ fn warnings_for_hostgroups_without_servers() {
 }
 
 #[test]
+fn warnings_for_rule_actions_weir_does_not_carry_out() {
+    let mut t = tables();
+    let mut r = QueryRuleRow::new(77);
+    r.match_pattern = Some("^SELECT".into());
+    r.active = true;
+    r.mirror_flag_out = Some(3);
+    r.log = Some(true);
+    t.mysql_query_rules.push(r);
+    let rt = Runtime::build(&t);
+    let Ok(rt) = rt else { panic!("{rt:?}") };
+    assert_eq!(rt.warnings.len(), 1, "{:?}", rt.warnings);
+    assert!(
+        rt.warnings[0].contains(
+            "rule 77 sets mirror_flagOUT, log, which weir stores but does not act on yet"
+        ),
+        "{:?}",
+        rt.warnings
+    );
+}
+
+#[test]
 fn replication_pair_makes_both_hostgroups_known() {
     let mut t = tables();
     t.mysql_servers.retain(|s| s.hostgroup_id == 0);
