@@ -172,6 +172,10 @@ pub struct BackendConn {
     pub local_addr: Option<std::net::SocketAddr>,
     /// Counts the connection when it goes (the pool's closed connections), if set.
     pub close_counter: Option<Arc<AtomicU64>>,
+    /// A second handle on the socket, through which the pool cuts the connection from another
+    /// task when its server stops answering (a statement waiting on it then fails at once);
+    /// it goes with the connection.
+    pub cut_handle: Option<Arc<socket2::Socket>>,
     /// A statement left warnings or an error in this connection's server session: the next
     /// client to take it gets them cleared first, so that it never reads another client's.
     pub diagnostics_left: bool,
@@ -306,6 +310,7 @@ impl BackendConn {
             vars: weir_sql::SessionVars::default(),
             local_addr,
             close_counter: None,
+            cut_handle: None,
             diagnostics_left: false,
         };
         let (seq, greeting) = conn.read_packet().await?;

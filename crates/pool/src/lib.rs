@@ -963,6 +963,11 @@ async fn open_connection(
     }
     // Counted from here, as Server_Connections_created counts it.
     conn.close_counter = Some(server.closed_counter());
+    if let Ok(handle) = conn.stream.writer() {
+        let handle = Arc::new(handle);
+        server.track_open(&handle);
+        conn.cut_handle = Some(handle);
+    }
     Opened::Ready(conn)
 }
 

@@ -160,6 +160,8 @@ pub struct ServerState {
     /// Notified when a statement starts waiting for a slot: idle sessions that keep a
     /// connection only by affinity give it up.
     wanted: tokio::sync::Notify,
+    /// The connections open to the server (their `cut_handle`s): cut when it stops answering.
+    open: parking_lot::Mutex<Vec<std::sync::Weak<socket2::Socket>>>,
     /// Why the monitor or the traffic took the server out ([`Shun`] bits), on top of its
     /// configured status, which they never change.
     shunned: AtomicU8,
@@ -279,6 +281,7 @@ impl ServerState {
             slots_for: AtomicU32::new(max),
             waiting: AtomicU32::new(0),
             wanted: tokio::sync::Notify::new(),
+            open: parking_lot::Mutex::new(Vec::new()),
             shunned: AtomicU8::new(0),
             errors_shun_until: AtomicU64::new(0),
             full_until: AtomicU64::new(0),
@@ -334,15 +337,40 @@ impl ServerState {
     }
 
     /// Takes the server out for `reason` ([`Shun`]) until [`ServerState::unshun`]; a server
-    /// that cannot be reached (PING) also loses its idle connections, and sessions drop the
-    /// ones they hold at their next statement.
+    /// that cannot be reached (PING) also loses its idle connections, and those in use are
+    /// cut (see [`ServerState::cut_open_connections`]).
     pub fn shun(&self, reason: u8) {
         let before = self.shunned.fetch_or(reason, Ordering::AcqRel);
         if before & reason == 0 {
             tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), "server SHUNNED");
             self.clear_idle();
+            if reason & Shun::PING != 0 {
+                self.cut_open_connections();
+            }
             self.changed.notify_waiters();
             self.wanted.notify_waiters();
+        }
+    }
+
+    /// Registers a new connection's `cut_handle`.
+    pub(crate) fn track_open(&self, handle: &Arc<socket2::Socket>) {
+        let mut open = self.open.lock();
+        open.retain(|w| w.strong_count() > 0);
+        open.push(Arc::downgrade(handle));
+    }
+
+    /// Cuts every connection open to the server (it stopped answering pings): a statement
+    /// waiting on one gets its error now instead of when the server or the client gives up,
+    /// as ProxySQL kills them. Sessions see a lost connection, as for a server that died.
+    fn cut_open_connections(&self) {
+        let open = std::mem::take(&mut *self.open.lock());
+        let cut = open
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|s| s.shutdown(std::net::Shutdown::Both).is_ok())
+            .count();
+        if cut > 0 {
+            tracing::warn!(server = %self.endpoint, connections = cut, "connections to a server that stopped answering pings cut");
         }
     }
 

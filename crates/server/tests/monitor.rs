@@ -384,6 +384,70 @@ async fn monitor_intervals_take_effect_at_load() {
     .await;
 }
 
+/// A server that stops answering (frozen: SIGSTOP, as a hung host or a partition) with a
+/// statement running on it: once the monitor's pings shun it, weir cuts the connections to
+/// it, so the statement fails then, not when the server comes back or the client gives up
+/// (ProxySQL kills them too). Once the server answers again, traffic resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_on_a_frozen_server_fails_once_pings_shun_it() {
+    let _turn = turn().await;
+    let w = start(
+        "monitor_enabled = true\n\
+         monitor_username = \"monitor\"\n\
+         monitor_password = \"monitor\"\n\
+         monitor_ping_interval = 200\n\
+         monitor_ping_timeout = 200\n\
+         monitor_ping_max_failures = 2\n\
+         monitor_read_only_interval = 600000\n\
+         connect_timeout_server_max = 3000",
+    );
+    let primary = &topo().primary;
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+    let running = tokio::spawn(async move {
+        let r = c.query_drop("SELECT SLEEP(8)").await;
+        (r, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopped = std::process::Command::new("kill")
+        .args(["-STOP", &primary.pid().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(stopped, "kill -STOP");
+    let frozen = Instant::now();
+    // The server wakes up after 6 s whatever happens (the statement would then end well).
+    let pid = primary.pid().to_string();
+    let wake = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(6));
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &pid])
+            .status();
+    });
+    let (r, ended) = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the statement never ended")
+        .unwrap();
+    wake.join().unwrap();
+    let took = ended - frozen;
+    assert!(r.is_err(), "the statement on the frozen server succeeded");
+    assert!(
+        took < Duration::from_secs(5),
+        "the statement failed {took:?} after the server froze"
+    );
+    // Back: the monitor's pings bring it back, and statements run there again.
+    wait_for("the primary back ONLINE", Duration::from_secs(10), || {
+        status_of(&w, 0, primary.port).as_deref() == Some("ONLINE")
+    })
+    .await;
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
+}
+
 /// A replica killed with SIGKILL under a read load: reads go on on the other replica; each
 /// client sees at most the statement that was running on the dead server fail, and nothing
 /// fails a second after the kill.
