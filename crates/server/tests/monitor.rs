@@ -411,20 +411,12 @@ async fn a_statement_on_a_frozen_server_fails_once_pings_shun_it() {
         (r, Instant::now())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let stopped = std::process::Command::new("kill")
-        .args(["-STOP", &primary.pid().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(stopped, "kill -STOP");
+    primary.freeze().unwrap();
     let frozen = Instant::now();
     // The server wakes up after 6 s whatever happens (the statement would then end well).
-    let pid = primary.pid().to_string();
-    let wake = std::thread::spawn(move || {
+    let wake = std::thread::spawn(|| {
         std::thread::sleep(Duration::from_secs(6));
-        let _ = std::process::Command::new("kill")
-            .args(["-CONT", &pid])
-            .status();
+        topo().primary.thaw().unwrap();
     });
     let (r, ended) = tokio::time::timeout(Duration::from_secs(30), running)
         .await

@@ -333,6 +333,17 @@ impl MariaDb {
         format!("mysql://{user}:{pass}@127.0.0.1:{}/", self.port)
     }
 
+    /// Freezes the server (SIGSTOP), as a hung host or a network partition looks to clients:
+    /// connections stay open and nothing answers. [`MariaDb::thaw`] ends it.
+    pub fn freeze(&self) -> Result<()> {
+        send_signal(self.pid(), Signal::SIGSTOP)
+    }
+
+    /// Lets a frozen server run again (SIGCONT).
+    pub fn thaw(&self) -> Result<()> {
+        send_signal(self.pid(), Signal::SIGCONT)
+    }
+
     /// Sends SIGTERM without waiting (used to stop several servers in parallel).
     pub(crate) fn signal_term(&self) -> Result<()> {
         let guard = self.child.lock();
