@@ -509,6 +509,15 @@ impl Pool {
         self.topology.load().all.clone()
     }
 
+    /// Whether `hostgroup` has a server that takes new statements now (ONLINE).
+    pub fn has_usable(&self, hostgroup: u32) -> bool {
+        self.topology
+            .load()
+            .hostgroups
+            .get(&hostgroup)
+            .is_some_and(|servers| servers.iter().any(|s| s.usable()))
+    }
+
     /// Sets the runtime status of every server matching host and port (monitor, tests).
     pub fn set_status(&self, hostname: &str, port: u16, status: ServerStatus) {
         for s in &self.topology.load().all {

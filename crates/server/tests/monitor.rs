@@ -440,6 +440,107 @@ async fn a_statement_on_a_frozen_server_fails_once_pings_shun_it() {
     assert_eq!(port_of(&mut c, "SELECT @@port").await, primary.port);
 }
 
+/// While the writer hostgroup has no ONLINE server, statements that only set session state
+/// (followed SETs, USE, COM_INIT_DB) run on a reader, so clients can still log in (drivers send
+/// SETs first) and read with their state; writes wait and fail as before, and once the writer
+/// is back the state follows the session there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_state_is_set_on_a_reader_while_the_writer_is_away() {
+    let _turn = turn().await;
+    let w = start("connect_timeout_server_max = 1500");
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) \
+         VALUES (1, 1, '^SELECT', 1, 1); LOAD MYSQL QUERY RULES TO RUNTIME; \
+         UPDATE mysql_servers SET status = 'OFFLINE_HARD' WHERE hostgroup_id = 0; \
+         LOAD MYSQL SERVERS TO RUNTIME",
+    );
+    let replicas: Vec<u16> = topo().replicas.iter().map(|r| r.port).collect();
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    for set in [
+        "SET NAMES latin1",
+        "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+        "SET @v = 42, time_zone = '+03:00'",
+        "USE weirtest",
+    ] {
+        let t = Instant::now();
+        c.query_drop(set)
+            .await
+            .unwrap_or_else(|e| panic!("{set}: {e}"));
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "{set} took {:?}",
+            t.elapsed()
+        );
+    }
+    let row: (String, i64, i64, String, String, u16) = c
+        .query_first(
+            "SELECT @@character_set_client, @@sql_mode LIKE '%ANSI_QUOTES%', @v, @@time_zone, \
+             DATABASE(), @@port",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&row.0, "latin1");
+    assert_eq!((row.1, row.2), (1, 42));
+    assert_eq!((row.3.as_str(), row.4.as_str()), ("+03:00", "weirtest"));
+    assert!(replicas.contains(&row.5), "read on {}", row.5);
+    // A value the server refuses is refused at once, by a reader.
+    let t = Instant::now();
+    let e = c
+        .query_drop("SET time_zone = 'Nowhere/Bogus'")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("1298"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(1));
+    // COM_INIT_DB too.
+    let port = w.port;
+    tokio::task::spawn_blocking(move || {
+        let (mut raw, ok) = common::raw::RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let t = Instant::now();
+        let r = raw.command(b"\x02sbtest", weir_wire::reply::Expect::Status);
+        assert_eq!(r[0][0], 0, "COM_INIT_DB: {r:?}");
+        assert!(t.elapsed() < Duration::from_secs(1));
+        let r = raw.query("SELECT DATABASE()");
+        assert_eq!(
+            common::raw::text_first_row(&r),
+            vec![Some("sbtest".to_owned())]
+        );
+    })
+    .await
+    .unwrap();
+    // Writes still need the writer.
+    let e = c
+        .query_drop("CREATE TABLE IF NOT EXISTS writer_away (id INT)")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("9001"), "{e}");
+    admin(
+        &w,
+        "UPDATE mysql_servers SET status = 'ONLINE' WHERE hostgroup_id = 0; \
+         LOAD MYSQL SERVERS TO RUNTIME",
+    );
+    // Back on the writer (SHOW is not routed by the rule) with the same state.
+    let shown: Vec<(String, String)> = c
+        .query(
+            "SHOW VARIABLES WHERE Variable_name IN ('character_set_client', 'time_zone', 'port')",
+        )
+        .await
+        .unwrap();
+    let primary = topo().primary.port.to_string();
+    assert_eq!(
+        shown,
+        vec![
+            ("character_set_client".to_owned(), "latin1".to_owned()),
+            ("port".to_owned(), primary),
+            ("time_zone".to_owned(), "+03:00".to_owned()),
+        ]
+    );
+}
+
 /// A replica killed with SIGKILL under a read load: reads go on on the other replica; each
 /// client sees at most the statement that was running on the dead server fail, and nothing
 /// fails a second after the kill.

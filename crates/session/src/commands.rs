@@ -501,6 +501,14 @@ impl Session {
         } else {
             pins
         };
+        if pins == 0
+            && d.rewritten.is_none()
+            && (self.effects.only_replayed_state() || (use_schema.is_some() && self.effects.is_none()))
+            // autocommit = 0 would then hold the reader's connection, and writes would follow.
+            && !(m.autocommit_false_is_transaction && self.effects.sets("autocommit"))
+        {
+            self.state_to_reader_while_writer_away();
+        }
         let cmd = match &d.rewritten {
             Some(text) => Command::query(text),
             None => cmd,
@@ -546,6 +554,40 @@ impl Session {
             }
         }
         self.hostgroup = hostgroup;
+    }
+
+    /// A statement that only changes state weir replays (a followed SET, USE, COM_INIT_DB)
+    /// runs in the reader hostgroup paired with its writer hostgroup while the writer
+    /// hostgroup has no ONLINE server: the state follows the session to whichever connection
+    /// its next statements use, so clients keep connecting (drivers send SETs at login) and
+    /// reading while the writer is away. ProxySQL answers such SETs without a backend; here a
+    /// server still checks the values and gives the warnings.
+    pub(crate) fn state_to_reader_while_writer_away(&mut self) {
+        if self.backend.is_some() || self.pins != 0 {
+            return;
+        }
+        let pool = &self.shared.pool;
+        if pool.has_usable(self.hostgroup) {
+            return;
+        }
+        let reader = self
+            .shared
+            .runtime
+            .load()
+            .replication_hostgroups
+            .iter()
+            .find(|p| p.writer_hostgroup == self.hostgroup)
+            .map(|p| p.reader_hostgroup)
+            .filter(|&r| pool.has_usable(r));
+        if let Some(reader) = reader {
+            tracing::debug!(
+                session = self.handle.id,
+                writer = self.hostgroup,
+                reader,
+                "no ONLINE server in the writer hostgroup: session state set on a reader"
+            );
+            self.hostgroup = reader;
+        }
     }
 
     /// One more execution of the current digest (stats_mysql_query_digest).
@@ -893,6 +935,7 @@ impl Session {
         let seq = cmd.last_seq.wrapping_add(1);
         let db = String::from_utf8_lossy(cmd.payload().get(1..).unwrap_or_default()).into_owned();
         GlobalStats::inc(&self.shared.stats.com_frontend_init_db);
+        self.state_to_reader_while_writer_away();
         if self.acquire(seq).await?.is_none() {
             return Ok(());
         }

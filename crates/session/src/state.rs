@@ -73,15 +73,32 @@ impl Effects {
     pub(crate) fn is_none(&self) -> bool {
         self.set.is_none()
             && self.read_back.is_empty()
-            && !self.unlock_tables
-            && self.text_prepare.is_none()
-            && self.locks.is_empty()
-            && !self.hold_next
-            && !self.reads_last_insert_id
-            && !self.statement_scoped_set
-            && self.multi_statements.is_none()
-            && self.pins_on_success == 0
             && !self.clear_diagnostics
+            && !self.beyond_variables()
+    }
+
+    /// Whether the statement only sets session state weir replays on any connection: a SET
+    /// of followed variables (values given or read back), nothing else.
+    pub(crate) fn only_replayed_state(&self) -> bool {
+        self.set.is_some() && !self.beyond_variables()
+    }
+
+    /// Whether the statement changes something other than variables.
+    fn beyond_variables(&self) -> bool {
+        self.unlock_tables
+            || self.text_prepare.is_some()
+            || !self.locks.is_empty()
+            || self.hold_next
+            || self.reads_last_insert_id
+            || self.statement_scoped_set
+            || self.multi_statements.is_some()
+            || self.pins_on_success != 0
+    }
+
+    /// Whether the statement's SET assigns the system variable `key`.
+    pub(crate) fn sets(&self, key: &str) -> bool {
+        let is = |slot: &weir_sql::Slot| matches!(slot, weir_sql::Slot::System { key: k, .. } if *k == key);
+        self.set.iter().flatten().any(|a| is(&a.slot)) || self.read_back.iter().any(|r| is(&r.slot))
     }
 }
 
