@@ -552,6 +552,41 @@ async fn concurrent_misses_run_once_on_the_server() {
     );
 }
 
+/// With no ONLINE server to run a miss on, concurrent misses of one key do not wait for one
+/// another: each fails after one wait of connect_timeout_server_max, not after the filler's
+/// wait and then its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misses_with_no_server_wait_once() {
+    let w = start("connect_timeout_server_max = 1000");
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, cache_ttl, apply) \
+         VALUES (1, 1, 'no_server_miss', 60000, 1); LOAD MYSQL QUERY RULES TO RUNTIME",
+    );
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(connect(&w).await);
+    }
+    admin(
+        &w,
+        "UPDATE mysql_servers SET status = 'OFFLINE_HARD' WHERE hostgroup_id = 0; \
+         LOAD MYSQL SERVERS TO RUNTIME",
+    );
+    let started = std::time::Instant::now();
+    let mut tasks = Vec::new();
+    for mut c in clients {
+        tasks.push(tokio::spawn(async move {
+            let e = c.query_drop("SELECT 'no_server_miss'").await.unwrap_err();
+            (e.to_string(), started.elapsed())
+        }));
+    }
+    for t in tasks {
+        let (e, took) = t.await.unwrap();
+        assert!(e.contains("9001"), "{e}");
+        assert!(took < Duration::from_millis(1800), "failed after {took:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_is_bounded_and_flush_empties() {
     let rows: Vec<String> = (1..=3000)

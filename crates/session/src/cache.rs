@@ -266,7 +266,11 @@ impl Session {
         }
         let cache = self.shared.cache.clone();
         let wait = rule.wait.unwrap_or(run.limits_timeout);
-        let lookup = cache.wait_or_fill(&self.cache_key, wait).await;
+        let hostgroup = run
+            .decision
+            .destination_hostgroup
+            .unwrap_or(self.user.default_hostgroup);
+        let lookup = self.coalesced(&cache, hostgroup, wait).await;
         let r = match lookup {
             Lookup::Hit(reply) => match self.send_cached(&reply, seq).await? {
                 Some(o) => Ok(Some(o)),
@@ -282,6 +286,23 @@ impl Session {
             }
         };
         r
+    }
+
+    /// [`weir_cache::QueryCache::wait_or_fill`] while `hostgroup` has an ONLINE server. With
+    /// none, every session runs the statement itself: each then waits for a server once (up
+    /// to connect_timeout_server_max), where a waiter would wait for the filler's attempt and
+    /// then for its own.
+    pub(crate) async fn coalesced<'c>(
+        &self,
+        cache: &'c weir_cache::QueryCache,
+        hostgroup: u32,
+        wait: Duration,
+    ) -> Lookup<'c> {
+        if self.shared.pool.has_usable(hostgroup) {
+            cache.wait_or_fill(&self.cache_key, wait).await
+        } else {
+            Lookup::Bypass
+        }
     }
 
     async fn run_query(

@@ -546,7 +546,8 @@ impl Session {
             Some(w) => w,
             None => self.execute_limits(id).timeout,
         };
-        let lookup = cache.wait_or_fill(&self.cache_key, wait).await;
+        let hostgroup = self.prepared.get(&id).map_or(0, |p| p.hostgroup);
+        let lookup = self.coalesced(&cache, hostgroup, wait).await;
         let r = match lookup {
             weir_cache::Lookup::Hit(reply) => match self.send_cached(&reply, seq).await? {
                 Some(o) => Ok(Some(o)),
