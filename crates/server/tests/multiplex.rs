@@ -3528,3 +3528,58 @@ fn select_one_at_once(clients: impl IntoIterator<Item = common::raw::RawClient>,
         t.join().unwrap();
     }
 }
+
+/// A `USE` weir can read only once its comments are skipped moves the client, not the
+/// connection's next client; one it cannot read keeps the connection. A client that drops
+/// its own schema has none afterwards, as on the server, and the connection it ran on does
+/// not pass the dropped schema's absence on to the next client in that schema.
+#[tokio::test]
+async fn commented_use_and_a_dropped_schema_follow_the_client() {
+    let w = start_with_max(1, "");
+    let mut a = connect(&w, Some("weirtest")).await;
+    let mut b = connect(&w, Some("weirtest")).await;
+    async fn db(c: &mut Conn) -> Option<String> {
+        c.query_first::<Option<String>, _>("SELECT DATABASE()")
+            .await
+            .unwrap()
+            .flatten()
+    }
+    for use_stmt in [
+        "USE information_schema /* c */",
+        "/* c */ USE information_schema",
+        "USE information_schema -- c",
+        "USE /* c */ information_schema",
+        "/*!USE information_schema*/",
+        "USE information_schema\n# c",
+    ] {
+        a.query_drop("USE weirtest").await.unwrap();
+        a.query_drop(use_stmt).await.unwrap();
+        assert_eq!(db(&mut b).await.as_deref(), Some("weirtest"), "{use_stmt}");
+        assert_eq!(
+            db(&mut a).await.as_deref(),
+            Some("information_schema"),
+            "{use_stmt}"
+        );
+    }
+    // The client that drops the schema it is in has none left, and goes on.
+    primary("CREATE DATABASE IF NOT EXISTS mx_dropme");
+    let mut d = connect(&w, Some("mx_dropme")).await;
+    d.query_drop("/* fixture */ DROP DATABASE mx_dropme")
+        .await
+        .unwrap();
+    assert_eq!(db(&mut b).await.as_deref(), Some("weirtest"));
+    // No schema: NULL, or information_schema on a connection another client had a schema on
+    // (docs/multiplexing.md), never the dropped one.
+    let after = db(&mut d).await;
+    assert!(
+        matches!(after.as_deref(), None | Some("information_schema")),
+        "{after:?}"
+    );
+    assert_eq!(d.query_first::<i64, _>("SELECT 1").await.unwrap(), Some(1));
+    // Dropped and made again (a test fixture's pattern): the next client in it is in it.
+    d.query_drop("CREATE DATABASE mx_dropme").await.unwrap();
+    let mut e = connect(&w, Some("mx_dropme")).await;
+    assert_eq!(db(&mut e).await.as_deref(), Some("mx_dropme"));
+    e.query_drop("CREATE TABLE mx_t (a INT)").await.unwrap();
+    e.query_drop("DROP DATABASE mx_dropme").await.unwrap();
+}

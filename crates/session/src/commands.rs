@@ -659,6 +659,7 @@ impl Session {
             if outcome.error.is_none() && outcome.warnings == 0 {
                 self.resolve_database_charset().await;
             }
+            self.reread_schema(outcome).await;
             let pins = pins | self.read_back(outcome).await;
             self.after_reply(outcome, pins, use_schema);
         }

@@ -28,6 +28,8 @@ pub(crate) struct Effects {
     pub(crate) read_back: Vec<weir_sql::ReadBack>,
     /// UNLOCK TABLES.
     pub(crate) unlock_tables: bool,
+    /// DROP DATABASE: the connection's current schema is read back once it ran.
+    pub(crate) drops_schema: bool,
     /// A named text PREPARE created or dropped.
     pub(crate) text_prepare: Option<TextPrepare>,
     /// User locks taken or released.
@@ -86,6 +88,7 @@ impl Effects {
     /// Whether the statement changes something other than variables.
     fn beyond_variables(&self) -> bool {
         self.unlock_tables
+            || self.drops_schema
             || self.text_prepare.is_some()
             || !self.locks.is_empty()
             || self.hold_next
@@ -138,6 +141,7 @@ impl Session {
         fx.statement_scoped_set = scan.statement_scoped_set;
         fx.hold_next = scan.calc_found_rows;
         fx.unlock_tables = scan.unlock_tables;
+        fx.drops_schema = scan.drops_schema;
         if scan.kind == StatementKind::Set && scan.statements == 1 {
             let parsed = weir_sql::parse_set(text);
             if let SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) = &parsed {
@@ -278,6 +282,34 @@ impl Session {
     /// variables weir follows, so that they replay as literals elsewhere. Returns the pins
     /// left: [`weir_sql::Pin::SET`] when the values could not be read (or the SET left
     /// warnings, which a read would clear): the session then keeps the connection.
+    /// After a DROP DATABASE: the server forgets the current schema of the connection that
+    /// dropped it, and so does the client's session (which ran there in that schema). Read
+    /// back rather than guessed from the statement (comments, case, several statements).
+    pub(crate) async fn reread_schema(&mut self, outcome: &ReplyOutcome) {
+        // Warnings (IF EXISTS of a missing one) mean nothing was dropped.
+        if !std::mem::take(&mut self.effects.drops_schema)
+            || outcome.error.is_some()
+            || outcome.warnings > 0
+        {
+            return;
+        }
+        let Some(b) = self.backend.as_mut() else {
+            return;
+        };
+        match b.conn().query_rows("SELECT DATABASE()").await {
+            Ok(rows) => {
+                let schema = rows.rows.first().and_then(|r| r.first()).cloned().flatten();
+                b.conn().schema.clone_from(&schema);
+                self.schema.clone_from(&schema);
+                Arc::make_mut(&mut self.login).schema = schema;
+            }
+            Err(e) => {
+                // The next statement finds out whether the connection is usable.
+                tracing::debug!(error = %e, "schema not read back after DROP DATABASE");
+            }
+        }
+    }
+
     pub(crate) async fn read_back(&mut self, outcome: &ReplyOutcome) -> u32 {
         let reads = std::mem::take(&mut self.effects.read_back);
         if reads.is_empty() || outcome.error.is_some() {

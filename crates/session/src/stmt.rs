@@ -1026,7 +1026,7 @@ impl Session {
 pub(crate) fn prepared_pins(scan: &weir_sql::QueryScan) -> u32 {
     use weir_sql::{Pin, StatementKind};
     let mut pins = scan.pin.0;
-    if matches!(scan.kind, StatementKind::Set | StatementKind::Use) {
+    if matches!(scan.kind, StatementKind::Set | StatementKind::Use) || scan.drops_schema {
         pins |= Pin::UNTRACKED;
     }
     pins

@@ -96,6 +96,9 @@ pub struct QueryScan {
     pub calc_found_rows: bool,
     /// Whether a statement is UNLOCK TABLES.
     pub unlock_tables: bool,
+    /// Whether a statement is DROP DATABASE / DROP SCHEMA: the connection that runs it has no
+    /// current schema afterwards when it was the one dropped.
+    pub drops_schema: bool,
     /// For a lone text-protocol PREPARE or DEALLOCATE/DROP PREPARE: the statement name.
     pub text_prepare: Option<TextPrepare>,
     /// ProxySQL's command for the first statement (stats_mysql_commands_counters).
@@ -208,6 +211,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         reads_previous_result: false,
         reads_diagnostics: false,
         unlock_tables: false,
+        drops_schema: false,
         text_prepare: None,
         command: SqlCommand::Unknown,
         locking_read: false,
@@ -268,6 +272,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
             out.command = command_of(&words[..nwords], for_update);
             if kind == StatementKind::Use {
                 out.use_schema = parse_use(text);
+                if out.use_schema.is_none() {
+                    // The server changes the schema; weir could not read to which.
+                    out.pin.0 |= Pin::UNTRACKED;
+                }
             }
             if kind == StatementKind::Kill {
                 out.kill = parse_kill(text);
@@ -289,6 +297,12 @@ pub fn scan(q: &[u8]) -> QueryScan {
         if eq(words[0], "UNLOCK") && nwords > 1 && (eq(words[1], "TABLES") || eq(words[1], "TABLE"))
         {
             out.unlock_tables = true;
+        }
+        if eq(words[0], "DROP")
+            && nwords > 1
+            && (eq(words[1], "DATABASE") || eq(words[1], "SCHEMA"))
+        {
+            out.drops_schema = true;
         }
         if eq(words[0], "LOAD") && nwords > 2 && (eq(words[1], "DATA") || eq(words[1], "XML")) {
             let local = if eq(words[2], "LOW_PRIORITY") || eq(words[2], "CONCURRENT") {
@@ -695,18 +709,97 @@ fn classify(words: &[&[u8]; 4], nwords: usize) -> (StatementKind, u32) {
     }
 }
 
+/// The schema of `USE name` (comments anywhere, the name bare or backquoted); `None` when the
+/// text is not that.
 fn parse_use(text: &[u8]) -> Option<String> {
-    let t = std::str::from_utf8(text).ok()?.trim();
-    let rest = t.get(3..)?.trim();
+    let t = std::str::from_utf8(text).ok()?;
+    let code = without_comments(t)?;
+    let code = code.trim().trim_end_matches(';').trim_end();
+    let (keyword, rest) = code.split_at_checked(3)?;
+    if !keyword.eq_ignore_ascii_case("USE") {
+        return None;
+    }
+    let rest = rest.trim_start();
+    if rest.len() == code.len() - 3 {
+        // `USEdb`: no space after USE.
+        return None;
+    }
     let name = if let Some(inner) = rest.strip_prefix('`') {
-        inner.strip_suffix('`')?.replace("``", "`")
+        let inner = inner.strip_suffix('`')?;
+        if inner.replace("``", "").contains('`') {
+            return None;
+        }
+        inner.replace("``", "`")
     } else {
-        if rest.is_empty() || rest.contains(|c: char| c.is_whitespace() || c == '/' || c == '#') {
+        if rest.is_empty() || rest.contains(|c: char| c.is_whitespace() || c == '`' || c == ';') {
             return None;
         }
         rest.to_string()
     };
     (!name.is_empty()).then_some(name)
+}
+
+/// `sql` with its comments replaced by a space: `/* ... */`, `-- ` and `#` to the end of the
+/// line; executable comments (`/*! ... */`, `/*!50001 ... */`, `/*M! ... */`) keep their code.
+/// Backquoted names are kept whole. `None` for quotes (a USE has none) or an unclosed comment.
+fn without_comments(sql: &str) -> Option<String> {
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    let mut in_exec = false;
+    while i < b.len() {
+        match b[i] {
+            b'`' => {
+                let end = i + 1 + sql.get(i + 1..)?.find('`')?;
+                out.push_str(sql.get(i..=end)?);
+                i = end + 1;
+            }
+            b'\'' | b'"' => return None,
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let exec = match b.get(i + 2) {
+                    Some(b'!') => Some(i + 3),
+                    Some(b'M') if b.get(i + 3) == Some(&b'!') => Some(i + 4),
+                    _ => None,
+                };
+                match exec {
+                    Some(mut j) if !in_exec => {
+                        while b.get(j).is_some_and(u8::is_ascii_digit) {
+                            j += 1;
+                        }
+                        in_exec = true;
+                        out.push(' ');
+                        i = j;
+                    }
+                    _ => {
+                        let end = i + 2 + sql.get(i + 2..)?.find("*/")?;
+                        out.push(' ');
+                        i = end + 2;
+                    }
+                }
+            }
+            b'*' if in_exec && b.get(i + 1) == Some(&b'/') => {
+                in_exec = false;
+                out.push(' ');
+                i += 2;
+            }
+            b'#' => {
+                i = sql[i..].find('\n').map_or(b.len(), |e| i + e);
+                out.push(' ');
+            }
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                i = sql[i..].find('\n').map_or(b.len(), |e| i + e);
+                out.push(' ');
+            }
+            _ => {
+                let len = sql[i..].chars().next().map_or(1, char::len_utf8);
+                out.push_str(&sql[i..i + len]);
+                i += len;
+            }
+        }
+    }
+    (!in_exec).then_some(out)
 }
 
 /// Skips a user variable name (`v`, `'v'`, `"v"`, `` `v` ``) starting at `i`.
@@ -846,6 +939,11 @@ mod tests {
         assert!(scan(b"select @@last_insert_id").reads_last_insert_id);
         assert!(!scan(b"show tables").reads_previous_result);
         assert!(scan(b"unlock tables").unlock_tables);
+        assert!(scan(b"DROP DATABASE IF EXISTS x").drops_schema);
+        assert!(scan(b"/* c */ drop schema `x`").drops_schema);
+        assert!(scan(b"select 1; drop database x").drops_schema);
+        assert!(!scan(b"drop table x").drops_schema);
+        assert!(!scan(b"select 'drop database x'").drops_schema);
         assert_eq!(
             scan(b"PREPARE S1 FROM 'select 1'").text_prepare,
             Some(TextPrepare::Prepare("s1".into()))
@@ -864,6 +962,41 @@ mod tests {
         assert_eq!(scan(b"USE `my db`").use_schema.as_deref(), Some("my db"));
         assert_eq!(scan(b"use test;").use_schema.as_deref(), Some("test"));
         assert_eq!(scan(b"use test; select 1").use_schema, None);
+        assert!(scan(b"use test; select 1").pin.0 & Pin::UNTRACKED != 0);
+        for (q, db) in [
+            ("USE jt /* c */", "jt"),
+            ("/* c */ USE jt", "jt"),
+            ("USE jt -- c", "jt"),
+            ("USE jt # c", "jt"),
+            ("USE /* c */ jt", "jt"),
+            ("USE jt\n-- c", "jt"),
+            ("/*!USE jt*/", "jt"),
+            ("/*!40000 USE jt */", "jt"),
+            ("/*M!100000 use `a``b` */ ;", "a`b"),
+            ("USE `x /* y */`", "x /* y */"),
+            ("USE `é#`", "é#"),
+            ("use\tjt ;", "jt"),
+            ("USE jt;", "jt"),
+        ] {
+            let s = scan(q.as_bytes());
+            assert_eq!(s.use_schema.as_deref(), Some(db), "{q}");
+            assert!(!s.pin.any(), "{q}");
+        }
+        // What weir cannot read pins the connection: the schema changes where it ran.
+        for q in [
+            "USE jt /* open",
+            "USE a b",
+            "/*!USE jt",
+            "USE `a` `b`",
+            "USE",
+            "USE 'jt'",
+        ] {
+            let s = scan(q.as_bytes());
+            if s.kind == StatementKind::Use {
+                assert_eq!(s.use_schema, None, "{q}");
+                assert!(s.pin.0 & Pin::UNTRACKED != 0, "{q}");
+            }
+        }
         assert_eq!(scan(b"KILL QUERY 12").kill, Some((true, 12)));
         assert_eq!(scan(b"kill 7").kill, Some((false, 7)));
         assert_eq!(scan(b"kill connection 7").kill, Some((false, 7)));
