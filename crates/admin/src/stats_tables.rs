@@ -223,7 +223,12 @@ pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
         let Some(row) = row else { continue };
         let mut row = row.clone();
         row.hostgroup_id = p.hostgroup;
-        if let Ok(status) = p.status.parse::<ServerStatus>() {
+        // The admin tables' status column takes the four statuses: a lag shun is SHUNNED.
+        let status = match p.status.as_str() {
+            "SHUNNED_REPLICATION_LAG" => Ok(ServerStatus::Shunned),
+            other => other.parse::<ServerStatus>(),
+        };
+        if let Ok(status) = status {
             row.status = status;
         }
         live.push(row);

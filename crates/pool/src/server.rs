@@ -109,6 +109,8 @@ pub struct ServerSnapshot {
     pub spec: ServerSpec,
     /// Runtime status.
     pub status: ServerStatus,
+    /// Shunned for replication lag alone (ProxySQL's SHUNNED_REPLICATION_LAG).
+    pub lag_shunned: bool,
     /// Connections checked out.
     pub conn_used: u32,
     /// Idle connections.
@@ -342,7 +344,7 @@ impl ServerState {
     pub fn shun(&self, reason: u8) {
         let before = self.shunned.fetch_or(reason, Ordering::AcqRel);
         if before & reason == 0 {
-            tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), "server SHUNNED");
+            tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), configured = self.configured_status().as_str(), "server shunned");
             self.clear_idle();
             if reason & Shun::PING != 0 {
                 self.cut_open_connections();
@@ -378,7 +380,7 @@ impl ServerState {
     pub fn unshun(&self, reason: u8) {
         let before = self.shunned.fetch_and(!reason, Ordering::AcqRel);
         if before & reason != 0 {
-            tracing::info!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), "server back ONLINE");
+            tracing::info!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), status = self.status().as_str(), "shun lifted");
             self.changed.notify_waiters();
         }
     }
@@ -432,8 +434,22 @@ impl ServerState {
 
     pub(crate) fn update(&self, spec: ServerSpec) {
         let status = spec.status;
-        self.resize_slots(spec.max_connections);
+        if spec.max_replication_lag == 0 {
+            // No lag check runs for it any more: nothing else would lift a lag shun.
+            self.unshun(Shun::LAG);
+        }
+        let max = spec.max_connections;
+        self.resize_slots(max);
         *self.spec.write() = Arc::new(spec);
+        // A lower max_connections applies to open connections too: idle ones beyond it close
+        // now, and those in use close as they come back (`over_max_open`).
+        if self.over_max_open() {
+            let used = self.stats.conn_used.load(Ordering::Relaxed);
+            self.trim_idle(
+                max.saturating_sub(used) as usize,
+                Instant::now() + std::time::Duration::from_secs(1),
+            );
+        }
         self.retired.store(false, Ordering::Relaxed);
         self.set_status(status);
     }
@@ -822,6 +838,14 @@ impl ServerState {
         }
     }
 
+    /// Whether more connections are open to it (in use and idle) than max_connections, as
+    /// after a LOAD lowered it.
+    pub(crate) fn over_max_open(&self) -> bool {
+        let open = self.stats.conn_used.load(Ordering::Relaxed)
+            + self.stats.conn_free.load(Ordering::Relaxed);
+        open > self.slots_for.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn put_idle(&self, key: PoolKey, conn: Box<BackendConn>) {
         let own = crate::worker::current() % self.idle.len();
         self.idle[own].lock().push(Idle {
@@ -873,6 +897,10 @@ impl ServerState {
         }
     }
 
+    fn lag_shunned_only(&self) -> bool {
+        self.shunned.load(Ordering::Relaxed) == Shun::LAG && self.status() == ServerStatus::Shunned
+    }
+
     /// A copy for stats tables, and the cumulative counters zeroed
     /// (`stats_mysql_connection_pool_reset`): ConnOK, ConnERR, Queries, Bytes_data_sent and
     /// Bytes_data_recv restart from 0, MaxConnUsed from the connections in use now.
@@ -882,6 +910,7 @@ impl ServerState {
         ServerSnapshot {
             spec: (*self.spec()).clone(),
             status: self.status(),
+            lag_shunned: self.lag_shunned_only(),
             conn_used,
             conn_free: st.conn_free.load(Ordering::Relaxed),
             conn_ok: st.conn_ok.swap(0, Ordering::Relaxed),
@@ -907,6 +936,7 @@ impl ServerState {
         ServerSnapshot {
             spec: (*self.spec()).clone(),
             status: self.status(),
+            lag_shunned: self.lag_shunned_only(),
             conn_used: st.conn_used.load(Ordering::Relaxed),
             conn_free: st.conn_free.load(Ordering::Relaxed),
             conn_ok: st.conn_ok.load(Ordering::Relaxed),
@@ -916,6 +946,18 @@ impl ServerState {
             bytes_sent: st.bytes_sent.load(Ordering::Relaxed),
             bytes_recv: st.bytes_recv.load(Ordering::Relaxed),
             latency_us: st.latency_us.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl ServerSnapshot {
+    /// The status as stats_mysql_connection_pool shows it: SHUNNED_REPLICATION_LAG for a
+    /// server kept out for its replication lag alone, as ProxySQL.
+    pub fn status_name(&self) -> &'static str {
+        if self.lag_shunned {
+            "SHUNNED_REPLICATION_LAG"
+        } else {
+            self.status.as_str()
         }
     }
 }

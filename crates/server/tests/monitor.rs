@@ -185,10 +185,38 @@ async fn lagging_replica_is_shunned_until_it_catches_up() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     });
+    let lag_shunned =
+        || status_of(&w, 1, lagging.port).as_deref() == Some("SHUNNED_REPLICATION_LAG");
     wait_for(
         "the delayed replica SHUNNED",
         Duration::from_secs(15),
-        || status_of(&w, 1, lagging.port).as_deref() == Some("SHUNNED"),
+        lag_shunned,
+    )
+    .await;
+    let runtime = table(
+        &w,
+        &format!(
+            "SELECT status FROM runtime_mysql_servers WHERE hostgroup_id = 1 AND port = {}",
+            lagging.port
+        ),
+    );
+    assert_eq!(runtime[0]["status"], "SHUNNED");
+    // No lag check any more (max_replication_lag = 0): nothing keeps it out.
+    admin(
+        &w,
+        &format!(
+            "UPDATE mysql_servers SET max_replication_lag = 0 WHERE port = {0}; \
+             LOAD MYSQL SERVERS TO RUNTIME; \
+             UPDATE mysql_servers SET max_replication_lag = 2 WHERE port = {0}",
+            lagging.port
+        ),
+    );
+    assert_eq!(status_of(&w, 1, lagging.port).as_deref(), Some("ONLINE"));
+    admin(&w, "LOAD MYSQL SERVERS TO RUNTIME");
+    wait_for(
+        "the delayed replica SHUNNED again",
+        Duration::from_secs(15),
+        lag_shunned,
     )
     .await;
     // Reads go to the other replica only, and the configuration still says ONLINE.

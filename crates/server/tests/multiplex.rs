@@ -3583,3 +3583,66 @@ async fn commented_use_and_a_dropped_schema_follow_the_client() {
     e.query_drop("CREATE TABLE mx_t (a INT)").await.unwrap();
     e.query_drop("DROP DATABASE mx_dropme").await.unwrap();
 }
+
+/// A LOAD that lowers max_connections applies to open connections: idle ones beyond the new
+/// limit close at once, those in use as they come back.
+#[tokio::test]
+async fn lowering_max_connections_closes_connections_beyond_it() {
+    let w = start_with_max(4, "");
+    let open = |w: &WeirProcess| {
+        let rows = table(
+            w,
+            "SELECT ConnUsed + ConnFree AS n FROM stats_mysql_connection_pool WHERE hostgroup = 0",
+        );
+        rows[0]["n"].parse::<u64>().unwrap()
+    };
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(connect(&w, Some("weirtest")).await);
+    }
+    // Four statements at once, twice: four connections, idle afterwards.
+    let sleep_all = |clients: Vec<Conn>, secs: f64| {
+        let tasks: Vec<_> = clients
+            .into_iter()
+            .map(|mut c| {
+                tokio::spawn(async move {
+                    c.query_drop(format!("SELECT SLEEP({secs})")).await.unwrap();
+                    c
+                })
+            })
+            .collect();
+        async move {
+            let mut back = Vec::new();
+            for t in tasks {
+                back.push(t.await.unwrap());
+            }
+            back
+        }
+    };
+    let clients = sleep_all(clients, 0.3).await;
+    assert_eq!(open(&w), 4);
+    let lower = |max: u32| {
+        admin(
+            &w,
+            &format!(
+                "UPDATE mysql_servers SET max_connections = {max} WHERE hostgroup_id = 0; \
+                 LOAD MYSQL SERVERS TO RUNTIME"
+            ),
+        );
+    };
+    lower(2);
+    assert_eq!(open(&w), 2, "idle connections beyond the new limit");
+    // In use when the limit drops: closed as they come back.
+    lower(4);
+    let running = sleep_all(clients, 1.0);
+    let running = tokio::spawn(running);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(pool_use(&w).0, 4);
+    lower(2);
+    let _clients = running.await.unwrap();
+    assert!(
+        open(&w) <= 2,
+        "{} open after the statements ended",
+        open(&w)
+    );
+}

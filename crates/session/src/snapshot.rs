@@ -141,7 +141,7 @@ fn pool_row(s: &ServerSnapshot) -> PoolRow {
         hostgroup: s.spec.hostgroup,
         srv_host: s.spec.hostname.clone(),
         srv_port: s.spec.port,
-        status: s.status.as_str().to_string(),
+        status: s.status_name().to_string(),
         conn_used: u64::from(s.conn_used),
         conn_free: u64::from(s.conn_free),
         conn_ok: s.conn_ok,
