@@ -888,6 +888,13 @@ impl ServerState {
         closed
     }
 
+    /// A connection to it died (reset, closed under a statement): the idle ones likely died
+    /// with it (a restart, a crash) and close now, so that the statement's retry, and the
+    /// statements after it, open fresh connections instead of finding them dead one by one.
+    pub fn connection_lost(&self) {
+        self.clear_idle();
+    }
+
     pub(crate) fn clear_idle(&self) {
         for shard in self.idle.iter() {
             let mut idle = shard.lock();

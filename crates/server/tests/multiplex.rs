@@ -3646,3 +3646,43 @@ async fn lowering_max_connections_closes_connections_beyond_it() {
         open(&w)
     );
 }
+
+/// A user variable set to a string keeps the charset and collation it was set in wherever
+/// weir replays it, whatever the connection's last client set: compared with the server.
+#[tokio::test]
+async fn user_variable_strings_keep_their_collation_on_any_connection() {
+    let w = start_with_max(1, "");
+    let sequences: [&[&str]; 4] = [
+        &["SET @s = 'X0'"],
+        &["SET NAMES latin1", "SET @s = 'X0'"],
+        &["SET NAMES utf8mb4 COLLATE utf8mb4_bin", "SET @s = 'X0'"],
+        &["SET @s = 'X0'", "SET NAMES latin1"],
+    ];
+    let read = "SELECT COLLATION(@s), CHARSET(@s), @s = 'x0', HEX(@s)";
+    for sequence in sequences {
+        let run = |port: u16, other: Option<u16>| async move {
+            let mut a = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                .await
+                .unwrap();
+            for sql in sequence {
+                a.query_drop(*sql).await.unwrap();
+                if let Some(other) = other {
+                    // Another client leaves the one connection in other charsets.
+                    let mut b = Conn::new(opts_for(other, WEIR_USER, WEIR_PASS, Some("weirtest")))
+                        .await
+                        .unwrap();
+                    b.query_drop("SET NAMES utf8mb3 COLLATE utf8mb3_bin")
+                        .await
+                        .unwrap();
+                    b.query_drop("SELECT 1").await.unwrap();
+                    b.disconnect().await.unwrap();
+                }
+            }
+            let row: mysql_async::Row = a.query_first(read).await.unwrap().unwrap();
+            row.unwrap().iter().map(text).collect::<Vec<_>>()
+        };
+        let direct = run(topo().primary.port, None).await;
+        let through = run(w.port, Some(w.port)).await;
+        assert_eq!(through, direct, "{sequence:?}");
+    }
+}

@@ -554,6 +554,9 @@ impl Session {
                 let err = lost_backend(&source);
                 self.log_error(Some(server), err.code, &err.message);
                 self.drop_backend().await;
+                if matches!(source, weir_backend::BackendError::Io(_)) {
+                    server.connection_lost();
+                }
                 Ok(Step::Failed(Failure {
                     err,
                     next_seq,

@@ -157,8 +157,17 @@ impl Session {
                     crate::stats::GlobalStats::inc(&self.shared.stats.com_autocommit);
                 }
             }
+            // A user variable's string keeps the collation it was set in, wherever it is
+            // replayed; one weir cannot tell pins.
+            let mut parsed = parsed;
+            let literals_pinned = match &mut parsed {
+                SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) => {
+                    self.vars.pin_literal_collations(a, self.login.collation)
+                }
+                _ => true,
+            };
             match parsed {
-                SetEffect::Tracked(a) => {
+                SetEffect::Tracked(a) if literals_pinned => {
                     pins &= !(Pin::SET | Pin::USER_VARIABLE);
                     fx.set = Some(a);
                 }
@@ -168,7 +177,8 @@ impl Session {
                     if pins == Pin::SET
                         && !scan.reads_last_insert_id
                         && !scan.reads_previous_result
-                        && !scan.sequence_write =>
+                        && !scan.sequence_write
+                        && literals_pinned =>
                 {
                     pins = 0;
                     fx.set = Some(a);
@@ -178,7 +188,7 @@ impl Session {
                     pins &= !Pin::SET;
                     pins |= crate::pins::NEXT_TRANSACTION;
                 }
-                SetEffect::Evaluated(..) | SetEffect::Untracked => {}
+                SetEffect::Tracked(_) | SetEffect::Evaluated(..) | SetEffect::Untracked => {}
             }
         }
         if pins & Pin::USER_LOCK != 0 {

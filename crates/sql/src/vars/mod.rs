@@ -208,6 +208,52 @@ impl SessionVars {
         }
     }
 
+    /// The charset and collation a string literal without an introducer takes in this
+    /// session (`character_set_connection`, `collation_connection`), whose charsets start at
+    /// the handshake's `handshake`; `None` when weir cannot tell (a name it does not know,
+    /// `DEFAULT`, the schema's charset).
+    pub fn literal_collation(&self, handshake: u8) -> Option<(&'static str, &'static str)> {
+        fn unquote(s: &str) -> &str {
+            s.trim().trim_matches(|c| c == '\'' || c == '"' || c == '`')
+        }
+        let spelled = self.with_charsets_from(handshake)?;
+        let slot = spelled.system_value("collation_connection")?;
+        let id = if slot.name == "collation_connection" {
+            crate::collations::collation_id(unquote(&slot.value))?
+        } else {
+            crate::collations::default_collation_id(unquote(&slot.value))?
+        };
+        collation_by_id(id)
+    }
+
+    /// Gives the plain string literals assigned to user variables in `assignments` the
+    /// charset and collation they get in this session (a SET's literals are read before any
+    /// of its assignments run: `self` is the state before the statement), so that a replay on
+    /// a connection in another character set makes the same variable: `@s = 'x'` becomes
+    /// `@s = _utf8mb4'x' COLLATE utf8mb4_general_ci`. False when a literal's collation cannot
+    /// be told: the variable cannot be replayed as it was.
+    pub fn pin_literal_collations(&self, assignments: &mut [Assignment], handshake: u8) -> bool {
+        for a in assignments.iter_mut() {
+            let Slot::User(_) = a.slot else { continue };
+            let Some(value) = a.value.as_mut().filter(|v| v.starts_with('\'')) else {
+                continue;
+            };
+            let Some((charset, collation)) = self.literal_collation(handshake) else {
+                return false;
+            };
+            // The lexer takes printable ASCII only: the same bytes in every charset that
+            // extends ASCII; those that do not are converted to.
+            let wide = matches!(charset, "ucs2" | "utf16" | "utf16le" | "utf32");
+            *value = if wide {
+                format!("CONVERT({value} USING {charset}) COLLATE {collation}")
+            } else {
+                format!("_{charset}{value} COLLATE {collation}")
+            }
+            .into();
+        }
+        true
+    }
+
     /// The value text of a system slot, if set.
     pub fn system(&self, key: &str) -> Option<&str> {
         self.system_value(key).map(|s| &*s.value)

@@ -652,3 +652,58 @@ fn results_collation_follows_the_charset_statements() {
         );
     }
 }
+
+#[test]
+fn user_string_literals_keep_the_collation_they_were_set_in() {
+    let literal = |before: &[&str], set: &str| {
+        let vars = state(before);
+        let mut a = assignments(set);
+        assert!(vars.pin_literal_collations(&mut a, 45), "{before:?} {set}");
+        a.into_iter().map(|a| a.value).collect::<Vec<_>>()
+    };
+    let v = |s: &str| Some(s.into());
+    assert_eq!(
+        literal(&[], "SET @s = 'X0'"),
+        vec![v("_utf8mb4'X0' COLLATE utf8mb4_general_ci")]
+    );
+    assert_eq!(
+        literal(
+            &["SET NAMES latin1"],
+            "SET @t = 'it''s', @n = 5, @h = X'41'"
+        ),
+        vec![
+            v("_latin1'it''s' COLLATE latin1_swedish_ci"),
+            v("5"),
+            v("X'41'")
+        ]
+    );
+    assert_eq!(
+        literal(&["SET NAMES utf8mb4 COLLATE utf8mb4_bin"], "SET @s = 'a'"),
+        vec![v("_utf8mb4'a' COLLATE utf8mb4_bin")]
+    );
+    // Read before the statement's own SET NAMES runs.
+    assert_eq!(
+        literal(&[], "SET NAMES latin1, @s = 'a'")[3],
+        v("_utf8mb4'a' COLLATE utf8mb4_general_ci")
+    );
+    assert_eq!(
+        literal(
+            &["SET collation_connection = utf8mb4_unicode_ci"],
+            "SET @s = 'a'"
+        ),
+        vec![v("_utf8mb4'a' COLLATE utf8mb4_unicode_ci")]
+    );
+    assert_eq!(
+        literal(&["SET character_set_connection = ucs2"], "SET @s = 'a'"),
+        vec![v("CONVERT('a' USING ucs2) COLLATE ucs2_general_ci")]
+    );
+    // An introducer says it all; NULL and DEFAULT have no collation.
+    assert_eq!(
+        literal(&[], "SET @s = _latin1'a', @u = NULL"),
+        vec![v("_latin1'a'"), None]
+    );
+    // The schema's charset, not known here: not replayable as it was.
+    let vars = state(&["SET CHARACTER SET latin1"]);
+    let mut a = assignments("SET @s = 'a'");
+    assert!(!vars.pin_literal_collations(&mut a, 45));
+}
