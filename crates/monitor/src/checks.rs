@@ -209,6 +209,7 @@ pub(crate) struct LoopState {
 
 impl LoopState {
     /// A ping result: consecutive failures shun, a success brings back and sets the latency.
+    /// Returns true when a server back from a ping shun now waits for its lag to be read.
     pub(crate) fn ping(
         &mut self,
         target: &Target,
@@ -216,7 +217,8 @@ impl LoopState {
         result: &CheckResult,
         took: Duration,
         max_failures: u32,
-    ) {
+    ) -> bool {
+        let mut lag_unknown = false;
         match result {
             Ok(_) => {
                 self.ping_failures.remove(target);
@@ -224,6 +226,11 @@ impl LoopState {
                     s.stats
                         .latency_us
                         .store(took.as_micros() as u64, Ordering::Relaxed);
+                    if s.shun_reasons() & Shun::PING != 0 && s.spec().max_replication_lag > 0 {
+                        // Back from a restart or a partition, a replica may be far behind.
+                        s.shun(Shun::LAG_UNKNOWN);
+                        lag_unknown = true;
+                    }
                     s.unshun(Shun::PING);
                     s.reachable();
                 }
@@ -240,11 +247,14 @@ impl LoopState {
                 }
             }
         }
+        lag_unknown
     }
 
     /// A replication lag result: over a server's max_replication_lag for
     /// mysql-monitor_replication_lag_count checks in a row shuns it; back under brings it
-    /// back. A failed check changes nothing (the ping check judges reachability).
+    /// back. A server whose lag was not read yet ([`Shun::LAG_UNKNOWN`]) comes in at its
+    /// first check under the limit, or at a failed one. A failed check changes nothing else
+    /// (the ping check judges reachability).
     pub(crate) fn lag(
         &mut self,
         target: &Target,
@@ -252,7 +262,12 @@ impl LoopState {
         result: &CheckResult,
         m: &MysqlVariables,
     ) {
-        let Ok(lag) = result else { return };
+        let Ok(lag) = result else {
+            for s in servers {
+                s.unshun(Shun::LAG_UNKNOWN);
+            }
+            return;
+        };
         for s in servers {
             let spec = s.spec();
             if spec.max_replication_lag == 0 {
@@ -265,11 +280,12 @@ impl LoopState {
                     *n += 1;
                     if *n >= m.monitor_replication_lag_count.max(1) {
                         s.shun(Shun::LAG);
+                        s.unshun(Shun::LAG_UNKNOWN);
                     }
                 }
                 _ => {
                     self.lag_over.remove(&key);
-                    s.unshun(Shun::LAG);
+                    s.unshun(Shun::LAG | Shun::LAG_UNKNOWN);
                 }
             }
         }

@@ -97,7 +97,16 @@ impl Monitor {
             let rt = (self.runtime)();
             let m = &rt.mysql;
             let interval = schedule(check, m).0.max(MIN_INTERVAL);
-            let recheck = check == MonitorCheck::ReadOnly && self.read_only.take_recheck();
+            let recheck = match check {
+                MonitorCheck::ReadOnly => self.read_only.take_recheck(),
+                // Servers waiting for their lag to be read are checked at once (at most every
+                // MIN_INTERVAL).
+                MonitorCheck::ReplicationLag => {
+                    lag_unknown(&self.pool)
+                        && last_round.is_none_or(|(t, _)| t.elapsed() >= MIN_INTERVAL)
+                }
+                _ => false,
+            };
             let due =
                 last_round.is_none_or(|(t, on)| on != m.monitor_enabled || t.elapsed() >= interval);
             if recheck || due {
@@ -110,7 +119,12 @@ impl Monitor {
                 }
             }
             let wait = last_round.map_or(Duration::ZERO, |(t, _)| {
-                interval.saturating_sub(t.elapsed())
+                let next = if check == MonitorCheck::ReplicationLag && lag_unknown(&self.pool) {
+                    MIN_INTERVAL
+                } else {
+                    interval
+                };
+                next.saturating_sub(t.elapsed())
             });
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -120,11 +134,11 @@ impl Monitor {
         }
     }
 
-    /// With the monitor off, nothing it concluded stays in force.
+    /// With the monitor off, nothing it concluded stays in force (nor waits for it).
     fn forget(&self, check: MonitorCheck) {
         let reason = match check {
             MonitorCheck::Ping => Shun::PING,
-            MonitorCheck::ReplicationLag => Shun::LAG,
+            MonitorCheck::ReplicationLag => Shun::LAG | Shun::LAG_UNKNOWN,
             MonitorCheck::ReadOnly => {
                 if self.read_only.clear() {
                     self.reapply();
@@ -232,13 +246,18 @@ impl Monitor {
                 .collect();
             match check {
                 MonitorCheck::Connect => {}
-                MonitorCheck::Ping => state.ping(
-                    &target,
-                    &on_target,
-                    &result,
-                    took,
-                    m.monitor_ping_max_failures,
-                ),
+                MonitorCheck::Ping => {
+                    if state.ping(
+                        &target,
+                        &on_target,
+                        &result,
+                        took,
+                        m.monitor_ping_max_failures,
+                    ) {
+                        // The lag loop reads it now rather than at its next round.
+                        self.read_only.loaded();
+                    }
+                }
                 MonitorCheck::ReplicationLag => state.lag(&target, &on_target, &result, m),
                 MonitorCheck::ReadOnly => {
                     if let Ok(Some(v)) = result {
@@ -251,4 +270,11 @@ impl Monitor {
             }
         }
     }
+}
+
+/// Whether a server waits for the monitor to read its replication lag.
+fn lag_unknown(pool: &Pool) -> bool {
+    pool.servers()
+        .iter()
+        .any(|s| s.shun_reasons() & Shun::LAG_UNKNOWN != 0)
 }

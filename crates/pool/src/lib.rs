@@ -128,6 +128,9 @@ pub struct PoolSettings {
     /// another, and one of another brought to it: only then does a checkout take an idle
     /// connection of a collation other than the client's. Never, by default.
     pub collation_portable: fn(u8) -> bool,
+    /// The monitor checks replication lag (mysql-monitor_enabled): a server with a
+    /// max_replication_lag takes no traffic until its lag was read ([`Shun::LAG_UNKNOWN`]).
+    pub lag_checked: bool,
 }
 
 impl PoolSettings {
@@ -154,6 +157,7 @@ impl Default for PoolSettings {
             connect_retries_delay: Duration::from_millis(1),
             autocommit_false_not_reusable: false,
             collation_portable: |_| false,
+            lag_checked: false,
         }
     }
 }
@@ -417,11 +421,19 @@ impl Pool {
                     s.update(spec.clone());
                     s
                 }
-                None => Arc::new(ServerState::new(
-                    spec.clone(),
-                    self.changed.clone(),
-                    self.totals.clone(),
-                )),
+                None => {
+                    let s = Arc::new(ServerState::new(
+                        spec.clone(),
+                        self.changed.clone(),
+                        self.totals.clone(),
+                    ));
+                    // A replica that joins may be far behind: it waits for the monitor's first
+                    // look at its lag, which the monitor takes at once.
+                    if spec.max_replication_lag > 0 && self.settings.load().lag_checked {
+                        s.shun(Shun::LAG_UNKNOWN);
+                    }
+                    s
+                }
             };
             topo.hostgroups
                 .entry(spec.hostgroup)

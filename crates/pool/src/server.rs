@@ -244,6 +244,9 @@ impl Shun {
     pub const LAG: u8 = 1;
     /// mysql-monitor_ping_max_failures pings in a row failed.
     pub const PING: u8 = 2;
+    /// It has a max_replication_lag and the monitor has not read its lag since it joined the
+    /// pool or came back from a ping shun: it may be far behind.
+    pub const LAG_UNKNOWN: u8 = 4;
 }
 
 /// Milliseconds since weir started, for deadlines kept in atomics.
@@ -344,7 +347,11 @@ impl ServerState {
     pub fn shun(&self, reason: u8) {
         let before = self.shunned.fetch_or(reason, Ordering::AcqRel);
         if before & reason == 0 {
-            tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), configured = self.configured_status().as_str(), "server shunned");
+            if reason == Shun::LAG_UNKNOWN {
+                tracing::info!(server = %self.endpoint, hostgroup = self.spec().hostgroup, "server waits for the monitor to read its replication lag");
+            } else {
+                tracing::warn!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), configured = self.configured_status().as_str(), "server shunned");
+            }
             self.clear_idle();
             if reason & Shun::PING != 0 {
                 self.cut_open_connections();
@@ -380,7 +387,7 @@ impl ServerState {
     pub fn unshun(&self, reason: u8) {
         let before = self.shunned.fetch_and(!reason, Ordering::AcqRel);
         if before & reason != 0 {
-            tracing::info!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(reason), status = self.status().as_str(), "shun lifted");
+            tracing::info!(server = %self.endpoint, hostgroup = self.spec().hostgroup, reason = shun_name(before & reason), status = self.status().as_str(), "shun lifted");
             self.changed.notify_waiters();
         }
     }
@@ -436,7 +443,7 @@ impl ServerState {
         let status = spec.status;
         if spec.max_replication_lag == 0 {
             // No lag check runs for it any more: nothing else would lift a lag shun.
-            self.unshun(Shun::LAG);
+            self.unshun(Shun::LAG | Shun::LAG_UNKNOWN);
         }
         let max = spec.max_connections;
         self.resize_slots(max);
@@ -905,7 +912,10 @@ impl ServerState {
     }
 
     fn lag_shunned_only(&self) -> bool {
-        self.shunned.load(Ordering::Relaxed) == Shun::LAG && self.status() == ServerStatus::Shunned
+        let reasons = self.shunned.load(Ordering::Relaxed);
+        reasons != 0
+            && reasons & !(Shun::LAG | Shun::LAG_UNKNOWN) == 0
+            && self.status() == ServerStatus::Shunned
     }
 
     /// A copy for stats tables, and the cumulative counters zeroed
@@ -973,6 +983,7 @@ fn shun_name(reason: u8) -> &'static str {
     match reason {
         Shun::LAG => "replication lag",
         Shun::PING => "ping failures",
+        Shun::LAG_UNKNOWN => "replication lag not read yet",
         _ => "monitor",
     }
 }

@@ -73,6 +73,7 @@ pub fn pool_settings(rt: &Runtime) -> PoolSettings {
         autocommit_false_not_reusable: m.autocommit_false_not_reusable,
         // weir spells out the charsets of the collations it knows (`SET NAMES`).
         collation_portable: |id| weir_sql::collation_by_id(u32::from(id)).is_some(),
+        lag_checked: m.monitor_enabled,
     }
 }
 

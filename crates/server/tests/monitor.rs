@@ -24,12 +24,8 @@ async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
 /// A weir with the monitor on and short intervals; the writer is not also a reader, so that
 /// hostgroup 1 holds the replicas only.
 fn start_monitored() -> WeirProcess {
-    start(
-        "monitor_enabled = true\n\
-         monitor_writer_is_also_reader = false\n\
-         monitor_username = \"monitor\"\n\
-         monitor_password = \"monitor\"\n\
-         monitor_connect_interval = 500\n\
+    monitored_with(
+        "monitor_connect_interval = 500\n\
          monitor_ping_interval = 200\n\
          monitor_read_only_interval = 200\n\
          monitor_replication_lag_interval = 200\n\
@@ -57,6 +53,16 @@ fn status_of(w: &WeirProcess, hostgroup: u32, port: u16) -> Option<String> {
         .into_iter()
         .find(|r| r["hostgroup"] == hostgroup.to_string() && r["srv_port"] == port.to_string())
         .map(|r| r["status"].clone())
+}
+
+/// A weir with the monitor on, the writer not also a reader, and `vars` (intervals...).
+fn monitored_with(vars: &str) -> WeirProcess {
+    start(&format!(
+        "monitor_enabled = true\n\
+         monitor_writer_is_also_reader = false\n\
+         monitor_username = \"monitor\"\n\
+         monitor_password = \"monitor\"\n{vars}"
+    ))
 }
 
 /// Waits until hostgroup 0 holds `writer` and not `other`.
@@ -313,13 +319,7 @@ async fn promoting_a_replica_by_read_only_moves_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_switchover_loaded_before_the_next_read_only_check_moves_writes_at_once() {
     let _turn = turn().await;
-    let w = start(
-        "monitor_enabled = true\n\
-         monitor_writer_is_also_reader = false\n\
-         monitor_username = \"monitor\"\n\
-         monitor_password = \"monitor\"\n\
-         monitor_read_only_interval = 600000",
-    );
+    let w = monitored_with("monitor_read_only_interval = 600000");
     let primary = &topo().primary;
     let replica = &topo().replicas[0];
     let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
@@ -567,6 +567,59 @@ async fn session_state_is_set_on_a_reader_while_the_writer_is_away() {
             ("time_zone".to_owned(), "+03:00".to_owned()),
         ]
     );
+}
+
+/// A replica added by a LOAD takes no read before the monitor read its lag (at once, not at
+/// the next lag round): one whose replication stopped never serves a stale read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_joining_takes_reads_only_once_its_lag_is_read() {
+    let _turn = turn().await;
+    let w = monitored_with(
+        "monitor_ping_interval = 500\n\
+         monitor_read_only_interval = 500\n\
+         monitor_replication_lag_interval = 3000\n\
+         monitor_replication_lag_count = 1",
+    );
+    let stale = &topo().replicas[0];
+    let other = topo().replicas[1].port;
+    admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, destination_hostgroup, apply) \
+             VALUES (1, 1, '^SELECT @@port', 1, 1); LOAD MYSQL QUERY RULES TO RUNTIME; \
+             DELETE FROM mysql_servers WHERE port = {0}; LOAD MYSQL SERVERS TO RUNTIME",
+            stale.port
+        ),
+    );
+    stale.exec("STOP SLAVE SQL_THREAD").unwrap();
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_servers (hostgroup_id, hostname, port, max_replication_lag) \
+             VALUES (1, '127.0.0.1', {}, 5); LOAD MYSQL SERVERS TO RUNTIME",
+            stale.port
+        ),
+    );
+    for _ in 0..100 {
+        assert_eq!(port_of(&mut c, "SELECT @@port").await, other);
+    }
+    assert_eq!(
+        status_of(&w, 1, stale.port).as_deref(),
+        Some("SHUNNED_REPLICATION_LAG")
+    );
+    stale.exec("START SLAVE SQL_THREAD").unwrap();
+    wait_for("the replica back ONLINE", Duration::from_secs(10), || {
+        status_of(&w, 1, stale.port).as_deref() == Some("ONLINE")
+    })
+    .await;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        seen.insert(port_of(&mut c, "SELECT @@port").await);
+    }
+    assert!(seen.contains(&stale.port), "{seen:?}");
 }
 
 /// A replica killed with SIGKILL under a read load: reads go on on the other replica; each
