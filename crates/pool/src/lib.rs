@@ -238,6 +238,9 @@ pub struct PoolTotals {
     /// Connections opened that are closed now, whatever closed them
     /// (MyHGM_myconnpoll_destroy).
     pub closed: u64,
+    /// Connections open now (in use and idle), those to servers a LOAD removed while they
+    /// drain included (Server_Connections_connected).
+    pub open: u64,
 }
 
 /// All hostgroups and their connections.
@@ -413,10 +416,22 @@ impl Pool {
         let old = self.topology.load_full();
         let mut by_key: HashMap<(u32, String, u16), Arc<ServerState>> =
             old.all.iter().map(|s| (s.identity(), s.clone())).collect();
+        // Under the lock `totals` reads under: a server is in the topology or retiring,
+        // never both nor neither, for it.
+        let mut retiring = self.retiring.lock();
+        retiring.retain(|s| s.strong_count() > 0);
         let mut topo = Topology::default();
         for spec in specs {
             let id = (spec.hostgroup, spec.hostname.clone(), spec.port);
-            let state = match by_key.remove(&id) {
+            // A server added back while its connections still drain takes them back: they
+            // count against its max_connections, and in its stats, again.
+            let draining = || {
+                let i = retiring
+                    .iter()
+                    .position(|w| w.upgrade().is_some_and(|s| s.identity() == id))?;
+                retiring.swap_remove(i).upgrade()
+            };
+            let state = match by_key.remove(&id).or_else(draining) {
                 Some(s) => {
                     s.update(spec.clone());
                     s
@@ -441,10 +456,6 @@ impl Pool {
                 .push(state.clone());
             topo.all.push(state);
         }
-        // Under the lock `totals` reads under: a server is in the topology or retiring,
-        // never both nor neither, for it.
-        let mut retiring = self.retiring.lock();
-        retiring.retain(|s| s.strong_count() > 0);
         for (_, gone) in by_key {
             gone.retire();
             retiring.push(Arc::downgrade(&gone));
@@ -501,9 +512,12 @@ impl Pool {
             bytes_sent: get(&t.bytes_sent),
             bytes_recv: get(&t.bytes_recv),
             closed: get(&t.closed),
+            open: 0,
         };
         for s in topology.all.iter().chain(&retiring) {
             let st = &s.stats;
+            out.open += u64::from(st.conn_used.load(Ordering::Relaxed))
+                + u64::from(st.conn_free.load(Ordering::Relaxed));
             let found = get(&st.idle_found);
             out.idle_looks += found + get(&st.idle_missed);
             out.idle_found += found;

@@ -1005,6 +1005,66 @@ async fn a_client_that_stops_reading_a_result_is_dropped_after_net_write_timeout
     assert!(packets < 2_000_000, "{packets} packets: the whole result");
 }
 
+/// KILL ends at once a session whose client stopped reading its result: its backend
+/// connection is free for the next statement (not after net_write_timeout, 60 s here).
+#[tokio::test]
+async fn kill_ends_a_session_whose_client_stopped_reading() {
+    let w = start_with_max(1, "connect_timeout_server_max = 30000");
+    let mut stalled = raw_login(&w, Some("weirtest"));
+    stalled.send(b"\x03SELECT seq, REPEAT('x', 200) FROM seq_1_to_2000000");
+    std::thread::sleep(Duration::from_millis(300));
+    let id = common::admin::value(
+        &w,
+        "SELECT SessionID FROM stats_mysql_processlist WHERE info LIKE 'SELECT seq%'",
+    );
+    let mut killer = raw_login(&w, None);
+    let started = Instant::now();
+    let r = killer.query(&format!("KILL {id}"));
+    assert_eq!(<[u8]>::first(&r[0]), Some(&0), "KILL: {r:?}");
+    let r = killer.query("SELECT 7");
+    assert_eq!(common::raw::text_first_row(&r), vec![Some("7".to_owned())]);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(5),
+        "the next statement waited {waited:?} for the killed session's connection"
+    );
+}
+
+/// Once the killer has its OK, the killed session runs nothing more: its client's next
+/// command (a COMMIT) does not commit, as on the server.
+#[tokio::test]
+async fn a_killed_session_commits_nothing_after_the_kill() {
+    let w = start_with_max(4, "");
+    common::on_primary(
+        "CREATE OR REPLACE TABLE weirtest.kill_commit (id INT PRIMARY KEY, v INT); \
+         INSERT INTO weirtest.kill_commit VALUES (1, 0)",
+    );
+    let mut killer = Conn::new(common::opts_for(w.port, WEIR_USER, WEIR_PASS, None))
+        .await
+        .unwrap();
+    let mut committed = 0;
+    for i in 1..=60 {
+        let mut victim = common::connect_to(&w, WEIR_USER, WEIR_PASS, "weirtest").await;
+        victim.query_drop("BEGIN").await.unwrap();
+        victim
+            .query_drop(format!("UPDATE kill_commit SET v = {i} WHERE id = 1"))
+            .await
+            .unwrap();
+        killer
+            .query_drop(format!("KILL {}", victim.id()))
+            .await
+            .unwrap();
+        if victim.query_drop("COMMIT").await.is_ok() {
+            committed += 1;
+        }
+    }
+    let v = common::topo()
+        .primary
+        .query_value("SELECT v FROM weirtest.kill_commit WHERE id = 1")
+        .unwrap();
+    assert_eq!((committed, v.as_str()), (0, "0"));
+}
+
 /// A raw client logged in to `w`.
 fn raw_login(w: &weir_testkit::WeirProcess, db: Option<&str>) -> RawClient {
     let (c, p) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, db);

@@ -1245,6 +1245,14 @@ async fn prepared_statements_run_on_any_connection() {
     .unwrap();
     assert_eq!(frontend, 600);
     assert!(backend > 0);
+    // Statements evicted beyond max_stmts_per_connection are closed on their connection.
+    let closed: u64 = value(
+        &w,
+        "SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = 'Com_backend_stmt_close'",
+    )
+    .parse()
+    .unwrap();
+    assert!(closed > 0 && closed <= backend, "{closed} of {backend}");
 }
 
 /// sysbench with prepared statements (--db-ps-mode=auto) through 4 backend connections.
@@ -3685,4 +3693,44 @@ async fn user_variable_strings_keep_their_collation_on_any_connection() {
         let through = run(w.port, Some(w.port)).await;
         assert_eq!(through, direct, "{sequence:?}");
     }
+}
+
+/// A server removed by a LOAD while sessions hold connections to it, then added back: those
+/// connections count against its max_connections again (and in the stats), rather than the
+/// server starting afresh beside them.
+#[tokio::test]
+async fn a_server_added_back_while_draining_keeps_its_connections_counted() {
+    let w = start_with_max(2, "connect_timeout_server_max = 1000");
+    let mut other = connect(&w, None).await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut c = connect(&w, Some("weirtest")).await;
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("SELECT 1").await.unwrap();
+        held.push(c);
+    }
+    admin(
+        &w,
+        &format!(
+            "DELETE FROM mysql_servers WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME; \
+             INSERT INTO mysql_servers (hostgroup_id, hostname, port, max_connections) \
+             VALUES (0, '127.0.0.1', {}, 2); LOAD MYSQL SERVERS TO RUNTIME",
+            topo().primary.port
+        ),
+    );
+    assert_eq!(pool_use(&w).0, 2);
+    let connected: u64 = value(
+        &w,
+        "SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = 'Server_Connections_connected'",
+    )
+    .parse()
+    .unwrap();
+    assert!(connected >= 2, "Server_Connections_connected {connected}");
+    // Both slots are taken: a third statement waits, then gets 9001.
+    let e = other.query_drop("DO 1").await.unwrap_err();
+    assert!(e.to_string().contains("9001"), "{e}");
+    for mut c in held {
+        c.query_drop("COMMIT").await.unwrap();
+    }
+    other.query_drop("DO 1").await.unwrap();
 }

@@ -818,6 +818,44 @@ fn change_user_with_the_greeting_scramble() {
     assert_eq!(run(common::weir().port), direct);
 }
 
+/// A refused COM_CHANGE_USER leaves the session in the server's default character set, as
+/// the server does: not the one the client logged in or switched to, nor the one the packet
+/// names.
+#[test]
+fn a_refused_change_user_leaves_the_default_character_set() {
+    let run = |port: u16| -> String {
+        // Logged in as utf8mb3_general_ci: neither the server's default nor the change's.
+        let (mut c, ok) = RawClient::login_collation(port, WEIR_USER, WEIR_PASS, None, 0, 33);
+        assert_eq!(ok[0], 0);
+        c.query("SET NAMES utf8mb4 COLLATE utf8mb4_bin");
+        let mut p = vec![0x11];
+        p.extend_from_slice(WEIR_USER.as_bytes());
+        p.push(0);
+        p.push(20);
+        p.extend_from_slice(&[7u8; 20]);
+        p.push(0);
+        // latin1_swedish_ci
+        p.extend_from_slice(&8u16.to_le_bytes());
+        p.extend_from_slice(b"mysql_native_password\0");
+        c.send(&p);
+        let (seq, reply) = c.read_packet().unwrap();
+        let reply = if reply[0] == 0xfe {
+            let mut raw = 20u32.to_le_bytes()[..3].to_vec();
+            raw.push(seq.wrapping_add(1));
+            raw.extend_from_slice(&[7u8; 20]);
+            c.send_raw(&raw);
+            c.read_packet().unwrap().1
+        } else {
+            reply
+        };
+        assert_eq!(err_code(&reply), Some(1045), "port {port}: {reply:?}");
+        let r = c.query("SELECT CONCAT_WS(' ', @@character_set_client, @@collation_connection, @@character_set_results)");
+        String::from_utf8_lossy(&r[3][1..]).into_owned()
+    };
+    let direct = run(common::topo().primary.port);
+    assert_eq!(run(common::weir().port), direct);
+}
+
 /// (name, extended type info) of each column definition of a reply to a client with MariaDB's
 /// extended metadata (`extended`) or without.
 fn definitions(reply: &[Vec<u8>], extended: bool) -> Vec<(String, Option<Vec<u8>>)> {

@@ -335,6 +335,8 @@ async fn a_refused_change_user_resets_the_session_and_keeps_it() {
             .unwrap();
         c.query_drop("DELETE FROM weirtest.cu_t").await.unwrap();
         c.query_drop("SET @kept = 41").await.unwrap();
+        // The server takes the change's character set even when it refuses the change.
+        c.query_drop("SET NAMES latin1").await.unwrap();
         c.query_drop("BEGIN").await.unwrap();
         c.query_drop("INSERT INTO weirtest.cu_t VALUES (1)")
             .await
@@ -359,6 +361,11 @@ async fn a_refused_change_user_resets_the_session_and_keeps_it() {
             .query_first("SELECT @kept, DATABASE(), (SELECT COUNT(*) FROM weirtest.cu_t)")
             .await;
         log.push(format!("after: {after:?}"));
+        let charsets: Option<(String, String)> = c
+            .query_first("SELECT @@collation_connection, @@character_set_results")
+            .await
+            .unwrap();
+        log.push(format!("charsets: {charsets:?}"));
         seen.push(log);
     }
     assert_eq!(seen[1], seen[0], "through weir, then directly");

@@ -94,6 +94,9 @@ pub struct ClientConn {
     /// How long a write may wait for a client that reads nothing, seconds: the session's
     /// net_write_timeout.
     pub write_timeout_s: u32,
+    /// Cancelled when the session is killed: a write waiting for a client that reads nothing
+    /// gives up then (the session and its backend connection go at once, as on the server).
+    pub killed: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// The server's default net_write_timeout, seconds: how long weir waits for a client that
@@ -108,6 +111,7 @@ pub(crate) async fn write_all_timed(
     stream: &mut Stream,
     bytes: &[u8],
     timeout_s: u32,
+    killed: Option<&tokio_util::sync::CancellationToken>,
 ) -> std::io::Result<()> {
     use std::io::ErrorKind;
     let mut rest = bytes;
@@ -118,7 +122,21 @@ pub(crate) async fn write_all_timed(
     }
     let limit = std::time::Duration::from_secs(u64::from(timeout_s.max(1)));
     while !rest.is_empty() {
-        match tokio::time::timeout(limit, stream.write(rest)).await {
+        let written = tokio::select! {
+            w = tokio::time::timeout(limit, stream.write(rest)) => w,
+            () = async {
+                match killed {
+                    Some(k) => k.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                return Err(std::io::Error::new(
+                    ErrorKind::ConnectionAborted,
+                    "the session was killed while its client read nothing",
+                ))
+            }
+        };
+        match written {
             Ok(Ok(0)) => return Err(ErrorKind::WriteZero.into()),
             Ok(Ok(n)) => rest = &rest[n..],
             Ok(Err(e)) => return Err(e),
@@ -169,6 +187,7 @@ impl ClientConn {
             bytes_in: 0,
             bytes_out: 0,
             write_timeout_s: NET_WRITE_TIMEOUT_S,
+            killed: None,
         }
     }
 
@@ -236,7 +255,13 @@ impl ClientConn {
     pub async fn flush_wbuf(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
             self.bytes_out += self.wbuf.len() as u64;
-            write_all_timed(&mut self.stream, &self.wbuf, self.write_timeout_s).await?;
+            write_all_timed(
+                &mut self.stream,
+                &self.wbuf,
+                self.write_timeout_s,
+                self.killed.as_ref(),
+            )
+            .await?;
             self.wbuf.clear();
         }
         Ok(())

@@ -1002,9 +1002,10 @@ impl Session {
                 Ok(v) => v,
                 Err(crate::auth::LoginError::Refused) => {
                     // The client got 1045. As on the server, the session is reset all the same
-                    // (transaction, variables, statements) and stays logged in as its user, in
-                    // its schema.
+                    // (transaction, variables, statements, to the packet's character set) and
+                    // stays logged in as its user, in its schema.
                     self.failed_change_user += 1;
+                    self.change_user_collation(None);
                     self.forget_session().await;
                     return Ok(Flow::Continue);
                 }
@@ -1012,6 +1013,7 @@ impl Session {
             };
         // The session is reset whether or not the schema is accepted, as on MariaDB; first,
         // so that the connection it held is free for the probe below.
+        self.change_user_collation(None);
         self.forget_session().await;
         // A schema the new user cannot use fails the change, as on the server; the session
         // stays logged in as its user, in its schema (rather than every later statement
@@ -1036,6 +1038,7 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         }
+        self.change_user_collation(req.collation);
         let old = self.handle.user.lock().clone();
         if old != user.username {
             if !self
@@ -1054,17 +1057,22 @@ impl Session {
         self.hostgroup = user.default_hostgroup;
         let login = Arc::make_mut(&mut self.login);
         login.key.username = user.username.as_str().into();
-        if let Some(c) = req.collation {
-            if c > 0 && c < 256 {
-                login.collation = c as u8;
-            }
-        }
         login.credential = cred;
         login.schema = self.schema.clone();
         self.user = user;
         let ok = self.ok_status();
         self.client.send_ok(seq, &ok).await?;
         Ok(Flow::Continue)
+    }
+
+    /// The character set a session starts from after a COM_CHANGE_USER: the one the packet
+    /// names when the change succeeds, the server's default (the one weir announces) when it
+    /// fails, as on MariaDB, whatever the session had.
+    fn change_user_collation(&mut self, named: Option<u16>) {
+        let c = named
+            .filter(|c| *c > 0 && *c < 256)
+            .map_or(crate::auth::DEFAULT_COLLATION, |c| c as u8);
+        Arc::make_mut(&mut self.login).collation = c;
     }
 
     /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER): the held

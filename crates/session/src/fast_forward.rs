@@ -111,8 +111,13 @@ async fn relay(
     }
     if !conn.rbuf.is_empty() {
         client.bytes_out += conn.rbuf.len() as u64;
-        crate::client::write_all_timed(&mut client.stream, &conn.rbuf, client.write_timeout_s)
-            .await?;
+        crate::client::write_all_timed(
+            &mut client.stream,
+            &conn.rbuf,
+            client.write_timeout_s,
+            client.killed.as_ref(),
+        )
+        .await?;
         conn.rbuf.clear();
     }
     let mut up = BytesMut::with_capacity(CHUNK);
@@ -174,8 +179,13 @@ async fn relay(
                 received += n as u64;
                 client.bytes_out += n as u64;
                 let timeout_s = client.write_timeout_s;
-                if let Err(e) =
-                    crate::client::write_all_timed(&mut client.stream, &down, timeout_s).await
+                if let Err(e) = crate::client::write_all_timed(
+                    &mut client.stream,
+                    &down,
+                    timeout_s,
+                    client.killed.as_ref(),
+                )
+                .await
                 {
                     break Err(e);
                 }

@@ -324,9 +324,14 @@ impl Relay<'_> {
             &self.conn.rbuf[from..to]
         };
         client.bytes_out += out.len() as u64;
-        crate::client::write_all_timed(&mut client.stream, out, client.write_timeout_s)
-            .await
-            .map_err(RelayError::Client)?;
+        crate::client::write_all_timed(
+            &mut client.stream,
+            out,
+            client.write_timeout_s,
+            client.killed.as_ref(),
+        )
+        .await
+        .map_err(RelayError::Client)?;
         client.wbuf.clear();
         Ok(())
     }

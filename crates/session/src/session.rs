@@ -265,6 +265,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         .registry
         .register(client.host.clone(), client.port, &shared.shutdown);
     let handle = registration.handle.clone();
+    client.killed = Some(handle.kill.clone());
     if shared.registry.len() > runtime.mysql.max_connections as usize {
         GlobalStats::inc(&shared.stats.client_connections_aborted);
         GlobalStats::inc(&shared.stats.access_denied_max_connections);
@@ -571,6 +572,11 @@ impl Session {
                 }
                 Err(_) => break,
             };
+            if self.handle.kill.is_cancelled() {
+                // Killed while the command was on its way: the killer's OK came first, so
+                // nothing of it runs (a COMMIT must not commit), as on the server.
+                break;
+            }
             let started = Instant::now();
             crate::busy_poll::note_command();
             GlobalStats::inc(&self.shared.stats.questions);

@@ -51,7 +51,7 @@ fn build(shared: &Shared, reset_pool: bool, reset_errors: bool, reset_digests: b
     };
     Snapshot {
         monitor: shared.monitor_log.all(),
-        global: global_rows(shared, &servers, sessions.len() as u64, &gauges),
+        global: global_rows(shared, sessions.len() as u64, &gauges),
         processlist,
         commands: shared.commands.snapshot(),
         users: user_rows(shared),
@@ -169,20 +169,12 @@ fn user_rows(shared: &Shared) -> Vec<UserRow> {
         .collect()
 }
 
-fn global_rows(
-    shared: &Shared,
-    servers: &[ServerSnapshot],
-    clients: u64,
-    gauges: &SessionGauges,
-) -> Vec<(String, String)> {
+fn global_rows(shared: &Shared, clients: u64, gauges: &SessionGauges) -> Vec<(String, String)> {
     let st = &shared.stats;
     let get = GlobalStats::get;
     let totals = shared.pool.totals();
     let frontend_bytes = shared.registry.frontend_bytes();
-    let server_connected: u64 = servers
-        .iter()
-        .map(|s| u64::from(s.conn_used) + u64::from(s.conn_free))
-        .sum();
+    let server_connected = totals.open;
     let qc = shared.cache.stats();
     let stmts = shared.statements.counts();
     let count = |cmd| shared.commands.count(cmd);

@@ -322,6 +322,10 @@ impl Session {
                 b.conn()
                     .stmts
                     .insert(global.id, server_id, max, &mut closed);
+                GlobalStats::add(
+                    &self.shared.stats.com_backend_stmt_close,
+                    closed.len() as u64,
+                );
                 if let Err(e) = b.conn().close_statements(&closed).await {
                     tracing::debug!(error = %e, "backend failed closing evicted statements");
                     self.drop_backend().await;
@@ -809,6 +813,10 @@ impl Session {
         let mut closed = Vec::new();
         conn.stmts
             .insert(global.id, info.statement_id, max, &mut closed);
+        GlobalStats::add(
+            &self.shared.stats.com_backend_stmt_close,
+            closed.len() as u64,
+        );
         if let Err(e) = conn.close_statements(&closed).await {
             self.drop_backend().await;
             return Ok(Ensure::Lost(e));
