@@ -1154,6 +1154,9 @@ impl Session {
         if !query_only {
             // First: a session that waits for a connection or its turn on a pipe ends as
             // killed, not as if only its statement were.
+            target
+                .killed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             target.kill.cancel();
         }
         // Never waits for the target, nor for a free connection: the KILL QUERY goes to the

@@ -39,6 +39,9 @@ pub struct SessionHandle {
     pub worker: u32,
     /// Cancelled to end the session (KILL CONNECTION).
     pub kill: CancellationToken,
+    /// Set by a KILL CONNECTION before `kill` is cancelled and the killer answered: read
+    /// before each command (an atomic load, where `kill.is_cancelled()` takes a lock).
+    pub killed: AtomicBool,
     /// The statement running on a backend, if any.
     pub running: Mutex<Option<Running>>,
     /// A client asked for a KILL QUERY of this session's command: an ERR 1317 it gets is
@@ -212,6 +215,7 @@ impl Registry {
             kill: parent.child_token(),
             running: Mutex::new(None),
             kill_query_requested: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
             kill_query_pending: AtomicBool::new(false),
             kill_query_wake: Notify::new(),
             activity: Mutex::new(Activity::new(Instant::now())),

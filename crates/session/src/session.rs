@@ -572,7 +572,7 @@ impl Session {
                 }
                 Err(_) => break,
             };
-            if self.handle.kill.is_cancelled() {
+            if self.handle.killed.load(std::sync::atomic::Ordering::SeqCst) {
                 // Killed while the command was on its way: the killer's OK came first, so
                 // nothing of it runs (a COMMIT must not commit), as on the server.
                 break;
