@@ -253,8 +253,8 @@ impl LoopState {
     /// A replication lag result: over a server's max_replication_lag for
     /// mysql-monitor_replication_lag_count checks in a row shuns it; back under brings it
     /// back. A server whose lag was not read yet ([`Shun::LAG_UNKNOWN`]) comes in at its
-    /// first check under the limit, or at a failed one. A failed check changes nothing else
-    /// (the ping check judges reachability).
+    /// first check under the limit, or at one the server refuses. A failed check changes
+    /// nothing else (the ping check judges reachability).
     pub(crate) fn lag(
         &mut self,
         target: &Target,
@@ -262,11 +262,18 @@ impl LoopState {
         result: &CheckResult,
         m: &MysqlVariables,
     ) {
-        let Ok(lag) = result else {
-            for s in servers {
-                s.unshun(Shun::LAG_UNKNOWN);
+        let lag = match result {
+            Ok(lag) => lag,
+            // The server answered, but the check cannot be made (a missing grant): it must
+            // not keep the server out.
+            Err(e) if !e.unreachable => {
+                for s in servers {
+                    s.unshun(Shun::LAG_UNKNOWN);
+                }
+                return;
             }
-            return;
+            // Not reached (a connection kept from before a restart): read again next time.
+            Err(_) => return,
         };
         for s in servers {
             let spec = s.spec();

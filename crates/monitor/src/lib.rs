@@ -87,6 +87,8 @@ impl Monitor {
         let mut state = checks::LoopState::default();
         // When the last round ran, and whether the monitor was on then.
         let mut last_round: Option<(std::time::Instant, bool)> = None;
+        // When the lag of servers waiting for it was last read outside the regular rounds.
+        let mut last_unknown_round = std::time::Instant::now() - MIN_INTERVAL;
         loop {
             // Registered before the runtime is read: a LOAD from then on wakes the loop, which
             // then goes by the new interval at once (and checks read_only at once when the
@@ -102,30 +104,35 @@ impl Monitor {
                 // Servers waiting for their lag to be read are checked at once (at most every
                 // MIN_INTERVAL).
                 MonitorCheck::ReplicationLag => {
-                    lag_unknown(&self.pool)
-                        && last_round.is_none_or(|(t, _)| t.elapsed() >= MIN_INTERVAL)
+                    lag_unknown(&self.pool) && last_unknown_round.elapsed() >= MIN_INTERVAL
                 }
                 _ => false,
             };
             let due =
                 last_round.is_none_or(|(t, on)| on != m.monitor_enabled || t.elapsed() >= interval);
             if recheck || due {
-                last_round = Some((std::time::Instant::now(), m.monitor_enabled));
+                if due || check != MonitorCheck::ReplicationLag {
+                    last_round = Some((std::time::Instant::now(), m.monitor_enabled));
+                } else {
+                    last_unknown_round = std::time::Instant::now();
+                }
                 if m.monitor_enabled {
-                    self.round(check, &rt, &mut conns, &mut state).await;
+                    // A round only for servers waiting for their lag: the others' checks keep
+                    // their interval (and their count of checks in a row over the limit).
+                    let only_unknown = recheck && !due && check == MonitorCheck::ReplicationLag;
+                    self.round(check, &rt, &mut conns, &mut state, only_unknown)
+                        .await;
                 } else {
                     conns.clear();
                     self.forget(check);
                 }
             }
-            let wait = last_round.map_or(Duration::ZERO, |(t, _)| {
-                let next = if check == MonitorCheck::ReplicationLag && lag_unknown(&self.pool) {
-                    MIN_INTERVAL
-                } else {
-                    interval
-                };
-                next.saturating_sub(t.elapsed())
+            let mut wait = last_round.map_or(Duration::ZERO, |(t, _)| {
+                interval.saturating_sub(t.elapsed())
             });
+            if check == MonitorCheck::ReplicationLag && lag_unknown(&self.pool) {
+                wait = wait.min(MIN_INTERVAL.saturating_sub(last_unknown_round.elapsed()));
+            }
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
@@ -154,10 +161,14 @@ impl Monitor {
 
     /// Puts the configured servers, moved by the read_only the monitor saw, in force.
     fn reapply(&self) {
-        let _placing = self.read_only.placing();
+        let placing = self.read_only.placing();
         let rt = (self.runtime)();
         self.pool
             .apply_servers(&server_specs(&rt, &self.read_only.snapshot()));
+        drop(placing);
+        // A server moved to another hostgroup may wait for its lag to be read: the lag loop
+        // reads it now.
+        self.read_only.loaded();
     }
 
     /// One round of `check` over the servers it applies to, all at once.
@@ -167,11 +178,23 @@ impl Monitor {
         rt: &Runtime,
         conns: &mut HashMap<Target, BackendConn>,
         state: &mut checks::LoopState,
+        only_unknown: bool,
     ) {
         let servers = self.pool.servers();
         let generation = self.read_only.generation();
-        let targets = checks::targets(check, rt, &servers);
-        conns.retain(|t, _| targets.contains(t));
+        let mut targets = checks::targets(check, rt, &servers);
+        if only_unknown {
+            targets.retain(|t| {
+                servers.iter().any(|s| {
+                    let spec = s.spec();
+                    s.shun_reasons() & Shun::LAG_UNKNOWN != 0
+                        && spec.hostname == t.0
+                        && spec.port == t.1
+                })
+            });
+        } else {
+            conns.retain(|t, _| targets.contains(t));
+        }
         let m = &rt.mysql;
         let (_, timeout) = schedule(check, m);
         let mut tasks = tokio::task::JoinSet::new();

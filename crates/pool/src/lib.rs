@@ -903,7 +903,7 @@ impl Pool {
         let autocommit_off = conn.status & weir_wire::status::AUTOCOMMIT == 0;
         let keep = !settings.too_old(&conn)
             && (!settings.autocommit_false_not_reusable || !autocommit_off);
-        if clean && conn.reusable() && server.accepts_returns() && keep && !server.over_max_open() {
+        if clean && conn.reusable() && server.accepts_returns() && keep && !server.owes_slots() {
             // Idle connections over mysql-free_connections_pct are closed by `trim_idle`, once
             // they have sat idle a while; PooledConn::drop releases the used slot.
             server.put_idle(pooled.key.clone(), conn);

@@ -847,10 +847,17 @@ impl ServerState {
 
     /// Whether more connections are open to it (in use and idle) than max_connections, as
     /// after a LOAD lowered it.
-    pub(crate) fn over_max_open(&self) -> bool {
+    fn over_max_open(&self) -> bool {
         let open = self.stats.conn_used.load(Ordering::Relaxed)
             + self.stats.conn_free.load(Ordering::Relaxed);
         open > self.slots_for.load(Ordering::Relaxed)
+    }
+
+    /// Whether more connections are in use than max_connections allows (a LOAD lowered it):
+    /// one coming back then closes rather than stays idle. (Counting used + idle instead
+    /// would race with concurrent check-ins, each counted idle before its slot is freed.)
+    pub(crate) fn owes_slots(&self) -> bool {
+        self.slot_debt.load(Ordering::Relaxed) > 0
     }
 
     pub(crate) fn put_idle(&self, key: PoolKey, conn: Box<BackendConn>) {

@@ -363,7 +363,13 @@ fn unix_socket_listener() {
 fn graceful_shutdown_lets_statements_finish() {
     let mut w = common::start_weir("");
     let child = mariadb_cmd(w.port)
-        .args(["-N", "-e", "SELECT SLEEP(1.5), 'finished'"])
+        // A reply far larger than a socket takes at once: weir's writes wait on the client
+        // while it shuts down, and must still deliver all of it.
+        .args([
+            "-N",
+            "-e",
+            "SELECT SLEEP(1.5), 'finished', REPEAT('x', 8000000), 'whole'",
+        ])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -385,7 +391,13 @@ fn graceful_shutdown_lets_statements_finish() {
         w.stderr_tail(20)
     );
     let out = child.wait_with_output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("finished") && stdout.trim_end().ends_with("whole"),
+        "{} bytes: {}",
+        stdout.len(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!w.stderr().contains("panicked"));
 }
 

@@ -94,8 +94,9 @@ pub struct ClientConn {
     /// How long a write may wait for a client that reads nothing, seconds: the session's
     /// net_write_timeout.
     pub write_timeout_s: u32,
-    /// Cancelled when the session is killed: a write waiting for a client that reads nothing
-    /// gives up then (the session and its backend connection go at once, as on the server).
+    /// Cancelled when the session is killed (KILL CONNECTION, not a shutdown): a write
+    /// waiting for a client that reads nothing gives up then (the session and its backend
+    /// connection go at once, as on the server).
     pub killed: Option<tokio_util::sync::CancellationToken>,
 }
 

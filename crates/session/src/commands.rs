@@ -501,6 +501,7 @@ impl Session {
         } else {
             pins
         };
+        self.on_borrowed_reader = false;
         if pins == 0
             && d.rewritten.is_none()
             && (self.effects.only_replayed_state() || (use_schema.is_some() && self.effects.is_none()))
@@ -556,14 +557,17 @@ impl Session {
         self.hostgroup = hostgroup;
     }
 
-    /// A statement that only changes state weir replays (a followed SET, USE, COM_INIT_DB)
-    /// runs in the reader hostgroup paired with its writer hostgroup while the writer
+    /// A statement that only changes state weir replays (a SET of followed variables, USE,
+    /// COM_INIT_DB) runs in the reader hostgroup paired with its writer hostgroup while the writer
     /// hostgroup has no ONLINE server: the state follows the session to whichever connection
     /// its next statements use, so clients keep connecting (drivers send SETs at login) and
     /// reading while the writer is away. ProxySQL answers such SETs without a backend; here a
     /// server still checks the values and gives the warnings.
     pub(crate) fn state_to_reader_while_writer_away(&mut self) {
-        if self.backend.is_some() || self.pins != 0 {
+        // Nothing the statement leaves may tie the session to the reader's connection (a
+        // failed statement under autocommit = 0 holds it as a transaction would), or the
+        // writes after it would follow there.
+        if self.backend.is_some() || self.pins != 0 || !self.autocommit() {
             return;
         }
         let pool = &self.shared.pool;
@@ -587,6 +591,7 @@ impl Session {
                 "no ONLINE server in the writer hostgroup: session state set on a reader"
             );
             self.hostgroup = reader;
+            self.on_borrowed_reader = true;
         }
     }
 
@@ -1157,6 +1162,7 @@ impl Session {
             target
                 .killed
                 .store(true, std::sync::atomic::Ordering::SeqCst);
+            target.killed_write.cancel();
             target.kill.cancel();
         }
         // Never waits for the target, nor for a free connection: the KILL QUERY goes to the

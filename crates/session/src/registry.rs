@@ -42,6 +42,10 @@ pub struct SessionHandle {
     /// Set by a KILL CONNECTION before `kill` is cancelled and the killer answered: read
     /// before each command (an atomic load, where `kill.is_cancelled()` takes a lock).
     pub killed: AtomicBool,
+    /// Cancelled by a KILL CONNECTION only (`kill` is also cancelled when weir shuts down,
+    /// where replies under way must still reach their clients): ends a write to a client
+    /// that reads nothing.
+    pub killed_write: CancellationToken,
     /// The statement running on a backend, if any.
     pub running: Mutex<Option<Running>>,
     /// A client asked for a KILL QUERY of this session's command: an ERR 1317 it gets is
@@ -216,6 +220,7 @@ impl Registry {
             running: Mutex::new(None),
             kill_query_requested: AtomicBool::new(false),
             killed: AtomicBool::new(false),
+            killed_write: CancellationToken::new(),
             kill_query_pending: AtomicBool::new(false),
             kill_query_wake: Notify::new(),
             activity: Mutex::new(Activity::new(Instant::now())),

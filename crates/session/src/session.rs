@@ -64,6 +64,9 @@ pub struct Session {
     /// The client's last statement was answered from the query cache: what a statement reads
     /// of it is known to weir, whatever connection the session holds.
     pub(crate) after_hit: bool,
+    /// The statement runs on the reader hostgroup in place of an absent writer
+    /// ([`Session::state_to_reader_while_writer_away`]): nothing it leaves may pin there.
+    pub(crate) on_borrowed_reader: bool,
     /// COM_CHANGE_USER attempts refused so far: after 3, the server refuses the command.
     pub(crate) failed_change_user: u8,
     /// Whether the client's last statement left no warning or error on the server (a fresh
@@ -265,7 +268,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         .registry
         .register(client.host.clone(), client.port, &shared.shutdown);
     let handle = registration.handle.clone();
-    client.killed = Some(handle.kill.clone());
+    client.killed = Some(handle.killed_write.clone());
     if shared.registry.len() > runtime.mysql.max_connections as usize {
         GlobalStats::inc(&shared.stats.client_connections_aborted);
         GlobalStats::inc(&shared.stats.access_denied_max_connections);
@@ -374,6 +377,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         row_count: None,
         found_rows: None,
         after_hit: false,
+        on_borrowed_reader: false,
         failed_change_user: 0,
         no_diagnostics: true,
         last_error: None,

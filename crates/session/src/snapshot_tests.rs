@@ -72,6 +72,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         row_count: None,
         found_rows: None,
         after_hit: false,
+        on_borrowed_reader: false,
         failed_change_user: 0,
         no_diagnostics: true,
         diag_on: None,

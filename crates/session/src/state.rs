@@ -328,7 +328,11 @@ impl Session {
         let Some(b) = self.backend.as_mut() else {
             return 0;
         };
-        if outcome.warnings > 0 {
+        // Reading back would clear the SET's warnings, which the client may still ask for:
+        // then the session keeps the connection instead. Not on a reader standing in for an
+        // absent writer, where that would send the session's writes to the reader: there
+        // the warnings are lost instead.
+        if outcome.warnings > 0 && !std::mem::take(&mut self.on_borrowed_reader) {
             return weir_sql::Pin::SET;
         }
         let read = match b

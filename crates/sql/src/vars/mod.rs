@@ -212,25 +212,37 @@ impl SessionVars {
     /// session (`character_set_connection`, `collation_connection`), whose charsets start at
     /// the handshake's `handshake`; `None` when weir cannot tell (a name it does not know,
     /// `DEFAULT`, the schema's charset).
-    pub fn literal_collation(&self, handshake: u8) -> Option<(&'static str, &'static str)> {
+    /// The collation is `None` when only the charset was named (`SET NAMES cs`,
+    /// `character_set_connection`): the server's default one for it, which a replay gets by
+    /// naming the charset alone.
+    pub fn literal_collation(&self, handshake: u8) -> Option<(&'static str, Option<&'static str>)> {
         fn unquote(s: &str) -> &str {
             s.trim().trim_matches(|c| c == '\'' || c == '"' || c == '`')
         }
-        let spelled = self.with_charsets_from(handshake)?;
-        let slot = spelled.system_value("collation_connection")?;
-        let id = if slot.name == "collation_connection" {
-            crate::collations::collation_id(unquote(&slot.value))?
-        } else {
-            crate::collations::default_collation_id(unquote(&slot.value))?
+        let spelled;
+        let slot = match self.system_value("collation_connection") {
+            Some(set) => set,
+            None => {
+                spelled = self.with_charsets_from(handshake)?;
+                spelled.system_value("collation_connection")?
+            }
         };
-        collation_by_id(id)
+        if slot.name == "collation_connection" {
+            let (charset, collation) =
+                collation_by_id(crate::collations::collation_id(unquote(&slot.value))?)?;
+            Some((charset, Some(collation)))
+        } else {
+            let id = crate::collations::default_collation_id(unquote(&slot.value))?;
+            collation_by_id(id).map(|(charset, _)| (charset, None))
+        }
     }
 
     /// Gives the plain string literals assigned to user variables in `assignments` the
     /// charset and collation they get in this session (a SET's literals are read before any
     /// of its assignments run: `self` is the state before the statement), so that a replay on
     /// a connection in another character set makes the same variable: `@s = 'x'` becomes
-    /// `@s = _utf8mb4'x' COLLATE utf8mb4_general_ci`. False when a literal's collation cannot
+    /// `@s = _utf8mb4'x' COLLATE utf8mb4_general_ci` (`@s = _latin1'x'` after `SET NAMES
+    /// latin1`, which names no collation). False when a literal's collation cannot
     /// be told: the variable cannot be replayed as it was.
     pub fn pin_literal_collations(&self, assignments: &mut [Assignment], handshake: u8) -> bool {
         for a in assignments.iter_mut() {
@@ -244,12 +256,16 @@ impl SessionVars {
             // The lexer takes printable ASCII only: the same bytes in every charset that
             // extends ASCII; those that do not are converted to.
             let wide = matches!(charset, "ucs2" | "utf16" | "utf16le" | "utf32");
-            *value = if wide {
-                format!("CONVERT({value} USING {charset}) COLLATE {collation}")
+            let mut replay = if wide {
+                format!("CONVERT({value} USING {charset})")
             } else {
-                format!("_{charset}{value} COLLATE {collation}")
+                format!("_{charset}{value}")
+            };
+            if let Some(collation) = collation {
+                replay.push_str(" COLLATE ");
+                replay.push_str(collation);
             }
-            .into();
+            *value = replay.into();
         }
         true
     }
