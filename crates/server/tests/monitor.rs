@@ -625,6 +625,56 @@ async fn a_replica_joining_takes_reads_only_once_its_lag_is_read() {
     assert!(seen.contains(&stale.port), "{seen:?}");
 }
 
+/// A replica with a max_replication_lag back from a ping shun (a restart) has its lag read
+/// before it takes traffic again, at once rather than at the next lag round (10 minutes here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_back_from_a_restart_has_its_lag_read_first() {
+    let _turn = turn().await;
+    let w = monitored_with(
+        "monitor_ping_interval = 200\n\
+         monitor_ping_max_failures = 1\n\
+         monitor_read_only_interval = 600000\n\
+         monitor_replication_lag_interval = 600000\n\
+         monitor_replication_lag_count = 1\n\
+         monitor_slave_lag_when_null = 0",
+    );
+    let victim = &topo().replicas[1];
+    admin(
+        &w,
+        &format!(
+            "UPDATE mysql_servers SET max_replication_lag = 5 WHERE port = {}; \
+             LOAD MYSQL SERVERS TO RUNTIME",
+            victim.port
+        ),
+    );
+    let lag_checks = || -> u64 {
+        table(
+            &w,
+            &format!(
+                "SELECT COUNT(*) AS n FROM monitor.mysql_server_replication_lag_log WHERE port = {}",
+                victim.port
+            ),
+        )[0]["n"]
+            .parse()
+            .unwrap()
+    };
+    victim.kill().unwrap();
+    wait_for("the replica shunned", Duration::from_secs(10), || {
+        status_of(&w, 1, victim.port).as_deref() != Some("ONLINE")
+    })
+    .await;
+    let before = lag_checks();
+    victim.restart().unwrap();
+    wait_for("the replica back ONLINE", Duration::from_secs(10), || {
+        status_of(&w, 1, victim.port).as_deref() == Some("ONLINE")
+    })
+    .await;
+    assert!(lag_checks() > before, "back without a lag check");
+    topo()
+        .wait_replicas_caught_up(Duration::from_secs(30))
+        .unwrap();
+}
+
 /// A replica killed with SIGKILL under a read load: reads go on on the other replica; each
 /// client sees at most the statement that was running on the dead server fail, and nothing
 /// fails a second after the kill.
