@@ -207,6 +207,11 @@ impl TextRows {
             .position(|c| c.eq_ignore_ascii_case(name))?;
         self.rows.first()?.get(i)?.as_deref()
     }
+
+    /// The first column of the first row (`SELECT @@x`); `None` also for SQL NULL.
+    pub fn value(&self) -> Option<&str> {
+        self.rows.first()?.first()?.as_deref()
+    }
 }
 
 /// What the server said about a statement it prepared.

@@ -689,7 +689,7 @@ impl Session {
         };
         match b.conn().query_rows("SELECT @@collation_connection").await {
             Ok(rows) => {
-                let collation = rows.rows.first().and_then(|r| r.first()).cloned().flatten();
+                let collation = rows.value().map(str::to_owned);
                 match collation {
                     Some(c) if c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
                         a.slot = weir_sql::Slot::System {

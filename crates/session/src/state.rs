@@ -308,7 +308,7 @@ impl Session {
         };
         match b.conn().query_rows("SELECT DATABASE()").await {
             Ok(rows) => {
-                let schema = rows.rows.first().and_then(|r| r.first()).cloned().flatten();
+                let schema = rows.value().map(str::to_owned);
                 b.conn().schema.clone_from(&schema);
                 self.schema.clone_from(&schema);
                 Arc::make_mut(&mut self.login).schema = schema;

@@ -1205,6 +1205,14 @@ mod tests {
 
     proptest! {
         #[test]
+        fn a_use_of_any_text_never_panics(rest in ".{0,60}") {
+            let q = format!("USE {rest}");
+            let s = scan(q.as_bytes());
+            // Either followed or pinned: never lost.
+            prop_assert!(s.use_schema.is_some() || s.pin.0 & Pin::UNTRACKED != 0 || s.kind != StatementKind::Use);
+        }
+
+        #[test]
         fn never_panics(q in proptest::collection::vec(any::<u8>(), 0..300)) {
             let _ = scan(&q);
         }
