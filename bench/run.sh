@@ -4,7 +4,8 @@
 # read/write split rules (weirrw) and, when PROXYSQL_BIN is set, ProxySQL (proxysql, proxysqlrw),
 # all in front of the same MariaDB topology (a primary and 2 replicas).
 # Targets run interleaved (direct, haproxy, weir, weirrw, direct, haproxy, ...) for several
-# rounds; the script prints medians, ratios and each proxy's CPU time per query, and appends a
+# rounds; the script prints medians, ratios, each proxy's CPU time per query and the load
+# generator's (which alone caps what any target can reach on this machine), and appends a
 # dated entry to bench/RESULTS.md.
 #
 #   bench/run.sh [scenario...]      default: every scenario; bench/run.sh --list to see them
@@ -674,6 +675,16 @@ cpu_ticks() {
     echo $((${12} + ${13}))
 }
 
+# CPU time (user + system) of this script's finished children, in clock ticks: the load
+# generators (sysbench, mysqlslap...) of a run, once the command substitution around them ended.
+children_ticks() {
+    local stat
+    stat=$(cat /proc/$$/stat)
+    # shellcheck disable=SC2086 # split into fields on purpose
+    set -- ${stat##*) }
+    echo $((${14} + ${15}))
+}
+
 # --- Cleanup -------------------------------------------------------------------------------------
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -800,12 +811,12 @@ for s in "${RUN_SCENARIOS[@]}"; do
         PREPARED[$need]=1
     fi
     say "$s: ${DESC[$s]}"
-    declare -A VALUES=() CPU=() QUERIES=() PCPU=()
+    declare -A VALUES=() CPU=() QUERIES=() PCPU=() CCPU=()
     for t in "${TARGETS[@]}"; do
         runs_on "$s" "$t" || continue
         "scenario_$s" "$t" "${PORT[$t]}" warmup >/dev/null ||
             warn "$s: warm-up through $t failed"
-        VALUES[$t]="" CPU[$t]=0 QUERIES[$t]=0 PCPU[$t]=0
+        VALUES[$t]="" CPU[$t]=0 QUERIES[$t]=0 PCPU[$t]=0 CCPU[$t]=0
     done
     for ((round = 1; round <= ROUNDS; round++)); do
         for t in "${TARGETS[@]}"; do
@@ -819,12 +830,14 @@ for s in "${RUN_SCENARIOS[@]}"; do
             [ -n "$pid" ] && before=$(cpu_ticks "$pid")
             pbefore=0
             [ -z "$PRIMARY_PID" ] || pbefore=$(cpu_ticks "$PRIMARY_PID")
+            cbefore=$(children_ticks)
             if result=$("scenario_$s" "$t" "${PORT[$t]}" run 2>"$WORK/err"); then
                 read -r value queries <<<"$(tail -n 1 <<<"$result")"
                 VALUES[$t]+="$value "
                 QUERIES[$t]=$((QUERIES[$t] + queries))
                 if [ -n "$pid" ]; then CPU[$t]=$((CPU[$t] + $(cpu_ticks "$pid") - before)); fi
                 [ -z "$PRIMARY_PID" ] || PCPU[$t]=$((PCPU[$t] + $(cpu_ticks "$PRIMARY_PID") - pbefore))
+                CCPU[$t]=$((CCPU[$t] + $(children_ticks) - cbefore))
                 printf '  round %d  %-10s %s\n' "$round" "$t" "$(fmt_value "$value" "${UNIT[$s]}")"
             else
                 FAILURES+=("$s round $round: $t failed: $(tail -n 3 "$WORK/err" | tr '\n' ' ')")
@@ -872,6 +885,11 @@ for s in "${RUN_SCENARIOS[@]}"; do
         if [ -n "$PRIMARY_PID" ] && [ "${QUERIES[$t]:-0}" -gt 0 ]; then
             NOTES+="- $s: primary mariadbd CPU time under $t $(awk -v c="${PCPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" -v i="$item" \
                 'BEGIN { printf "%.2f µs/%s", c / hz / q * 1e6, i }')"$'\n'
+        fi
+        if [ "${QUERIES[$t]:-0}" -gt 0 ]; then
+            # What the client side alone costs bounds any target's throughput on this machine.
+            NOTES+="- $s: load generator CPU time under $t $(awk -v c="${CCPU[$t]}" -v hz="$ticks_per_s" -v q="${QUERIES[$t]}" -v i="$item" -v is="$items" -v n="$(nproc)" \
+                'BEGIN { us = c / hz / q * 1e6; printf "%.2f µs/%s", us, i; if (us > 0) printf " (alone, it would keep %d cores busy at %.0f %s per second)", n, n / us * 1e6, is }')"$'\n'
         fi
         if [ "${UNIT[$s]}" = s ] && [ "$t" != direct ] && [ -n "${MED[$t]:-}" ] && [ -n "${MED[direct]:-}" ]; then
             NOTES+="- $s: $t overhead over direct: $(overhead_ns "$t" direct) ns/$item (median minus direct's median, over $(items_per_run "$t") $items per run)"$'\n'
