@@ -1956,6 +1956,7 @@ async fn a_pipelined_statement_behind_a_slow_one_leaves_the_line() {
         });
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let before = common::admin::pipelined_statements(&w);
+        let left_before = common::admin::global_stat(&w, "Pipelined_statements_left_line");
         // Both commands leave in one poll, the slow one first.
         let (slept, (got, quick_took)) =
             tokio::join!(slow.query_first::<u32, _>("SELECT SLEEP(2)"), async {
@@ -1967,7 +1968,14 @@ async fn a_pipelined_statement_behind_a_slow_one_leaves_the_line() {
             },);
         assert_eq!(slept.unwrap(), Some(0));
         assert_eq!(got.unwrap(), Some(attempt + 40));
-        joined |= common::admin::pipelined_statements(&w) > before;
+        let joined_now = common::admin::pipelined_statements(&w) > before;
+        joined |= joined_now;
+        if joined_now {
+            assert!(
+                common::admin::global_stat(&w, "Pipelined_statements_left_line") > left_before,
+                "attempt {attempt}: the quick SELECT joined the pipe, but no statement left its line"
+            );
+        }
         assert!(
             // Waiting for SLEEP(2) would take two seconds.
             quick_took < std::time::Duration::from_millis(1500),

@@ -328,6 +328,7 @@ impl Session {
             () = tokio::time::sleep(max_wait) => {
                 let conn = leave_line(&mut rx);
                 if conn.is_none() {
+                    crate::GlobalStats::inc(&self.shared.stats.pipelined_statements_left_line);
                     left_waiting(turn.pipe, turn.place, max_wait);
                 }
                 conn

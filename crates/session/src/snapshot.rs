@@ -178,7 +178,7 @@ fn global_rows(shared: &Shared, clients: u64, gauges: &SessionGauges) -> Vec<(St
     let qc = shared.cache.stats();
     let stmts = shared.statements.counts();
     let count = |cmd| shared.commands.count(cmd);
-    let rows: [(&str, u64); 59] = [
+    let rows: [(&str, u64); 60] = [
         ("ProxySQL_Uptime", st.started.elapsed().as_secs()),
         ("MySQL_Thread_Workers", weir_pool::worker::count() as u64),
         (
@@ -270,6 +270,10 @@ fn global_rows(shared: &Shared, clients: u64, gauges: &SessionGauges) -> Vec<(St
         // weir's own: ProxySQL does not count these.
         ("Query_retries", get(&st.query_retries)),
         ("Pipelined_statements", get(&st.pipelined_statements)),
+        (
+            "Pipelined_statements_left_line",
+            get(&st.pipelined_statements_left_line),
+        ),
         ("Query_timeouts", get(&st.query_timeouts)),
         ("Backend_state_syncs", get(&st.backend_state_syncs)),
         ("Slow_queries", get(&st.slow_queries)),

@@ -49,6 +49,9 @@ pub struct GlobalStats {
     pub query_timeouts: AtomicU64,
     /// Statements sent to a backend connection behind another client's (mysql-pipeline_depth).
     pub pipelined_statements: AtomicU64,
+    /// Pipelined statements whose turn had not come within mysql-pipeline_max_wait_ms, run on
+    /// a connection of their own instead.
+    pub pipelined_statements_left_line: AtomicU64,
     /// Logins refused for an unknown user or a wrong password (Access_Denied_Wrong_Password).
     pub access_denied_wrong_password: AtomicU64,
     /// Logins refused by mysql-max_connections (Access_Denied_Max_Connections).
@@ -89,6 +92,7 @@ impl Default for GlobalStats {
             query_retries: AtomicU64::new(0),
             query_timeouts: AtomicU64::new(0),
             pipelined_statements: AtomicU64::new(0),
+            pipelined_statements_left_line: AtomicU64::new(0),
             access_denied_wrong_password: AtomicU64::new(0),
             access_denied_max_connections: AtomicU64::new(0),
             access_denied_max_user_connections: AtomicU64::new(0),

@@ -77,15 +77,19 @@ pub fn value(w: &WeirProcess, sql: &str) -> String {
     rows[0].values().next().cloned().unwrap()
 }
 
-/// `Pipelined_statements` of stats_mysql_global.
-pub fn pipelined_statements(w: &WeirProcess) -> u64 {
+/// A counter of stats_mysql_global.
+pub fn global_stat(w: &WeirProcess, name: &str) -> u64 {
     value(
         w,
-        "SELECT Variable_Value FROM stats_mysql_global \
-         WHERE Variable_Name = 'Pipelined_statements'",
+        &format!("SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = '{name}'"),
     )
     .parse()
     .unwrap()
+}
+
+/// `Pipelined_statements` of stats_mysql_global.
+pub fn pipelined_statements(w: &WeirProcess) -> u64 {
+    global_stat(w, "Pipelined_statements")
 }
 
 /// Statements weir sent to backends (all servers, all hostgroups).
