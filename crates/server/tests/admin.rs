@@ -1282,6 +1282,66 @@ fn bad_values_are_refused_with_the_constraint() {
     assert_eq!(code, 1146, "{msg}");
 }
 
+/// mysql_users: a user's row for backends (`frontend = 0, backend = 1`) is the one weir logs in
+/// to the servers with, while clients log in with the other row's password; a backend row
+/// holding only a hash logs in with SHA1(password) from the client's login, and a hash no client
+/// password can prove is warned about at LOAD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_backend_row_logs_in_to_the_backends() {
+    let w = start("");
+    topo()
+        .primary
+        .exec(
+            "CREATE USER IF NOT EXISTS 'be_split'@'%' IDENTIFIED BY 'backendpass'; \
+             GRANT ALL ON weirtest.* TO 'be_split'@'%'; \
+             CREATE USER IF NOT EXISTS 'be_hash'@'%' IDENTIFIED BY 'hashpass'; \
+             GRANT ALL ON weirtest.* TO 'be_hash'@'%'",
+        )
+        .unwrap();
+    let hash = |pass: &str| {
+        let h = weir_wire::auth::native_stage2(pass.as_bytes());
+        format!(
+            "*{}",
+            h.iter().map(|b| format!("{b:02X}")).collect::<String>()
+        )
+    };
+    admin(
+        &w,
+        &format!(
+            "INSERT INTO mysql_users (username, password, frontend, backend) VALUES \
+             ('be_split', 'clientpass', 1, 0), ('be_split', 'backendpass', 0, 1), \
+             ('be_hash', 'hashpass', 1, 0), ('be_hash', '{}', 0, 1), \
+             ('be_lost', '{}', 1, 0), ('be_lost', '{}', 0, 1); \
+             LOAD MYSQL USERS TO RUNTIME",
+            hash("hashpass"),
+            hash("one"),
+            hash("another")
+        ),
+    );
+    for (user, pass) in [("be_split", "clientpass"), ("be_hash", "hashpass")] {
+        let mut c = connect(&w, user, pass).await;
+        let who: Option<String> = c.query_first("SELECT CURRENT_USER()").await.unwrap();
+        assert_eq!(who, Some(format!("{user}@%")), "{user}");
+    }
+    // The backend row's password is not one a client can log in with.
+    let refused = Conn::new(opts_for(
+        w.port,
+        "be_split",
+        "backendpass",
+        Some("weirtest"),
+    ))
+    .await;
+    assert_eq!(refused.err().as_ref().and_then(server_code), Some(1045));
+    wait_until(
+        "the LOAD's warning about be_lost",
+        Duration::from_secs(5),
+        || {
+            w.stderr_tail(50)
+                .contains("user 'be_lost' has a backend row whose password is a hash other than")
+        },
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_user_reads_but_cannot_write() {
     let w = start("");

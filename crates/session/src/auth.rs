@@ -220,22 +220,39 @@ async fn auth_switch(
     Ok((reply.last_seq.wrapping_add(1), reply.payload().to_vec()))
 }
 
-/// The secret to log in to backends as `user`.
+/// The secret to log in to backends as `user` (its row for clients), after a client login that
+/// proved `stage1` (`SHA1(password)`, with mysql_native_password). The password is the one of
+/// the user's row for backends (`backend = 1`), which may differ from the client row's; a user
+/// with no such row logs in to backends with its client row's password.
 pub fn backend_credential(shared: &Shared, user: &User, stage1: Option<[u8; 20]>) -> Credential {
-    match &user.password {
-        Password::Clear(p) => Credential::Clear(p.clone()),
-        Password::NativeHash(_) => {
-            let mut learned = shared.learned_stage1.lock();
-            if let Some(s1) = stage1 {
-                learned.insert(user.username.clone(), s1);
-                Credential::NativeStage1(s1)
-            } else {
-                match learned.get(&user.username) {
-                    Some(s1) => Credential::NativeStage1(*s1),
-                    None => Credential::NativeStage1([0; 20]),
-                }
-            }
+    let runtime = shared.runtime.load();
+    let password = runtime
+        .backend_users
+        .get(&user.username)
+        .map_or(&user.password, |row| &row.password);
+    let hash = match password {
+        Password::Clear(p) => return Credential::Clear(p.clone()),
+        Password::NativeHash(hash) => hash,
+    };
+    // Only the hash is configured: mysql_native_password logs in with SHA1(password), which a
+    // client's login reveals (or the client row's clear password gives), when it is the
+    // password of the backend row's hash.
+    let proven = stage1.or_else(|| match &user.password {
+        Password::Clear(p) if !p.is_empty() => Some(auth::native_stage1(p.as_bytes())),
+        _ => None,
+    });
+    let mut learned = shared.learned_stage1.lock();
+    match proven.filter(|s1| auth::stage1_matches(s1, hash)) {
+        Some(s1) => {
+            learned.insert(user.username.clone(), s1);
+            Credential::NativeStage1(s1)
         }
+        None => match learned.get(&user.username) {
+            Some(s1) if auth::stage1_matches(s1, hash) => Credential::NativeStage1(*s1),
+            // Nothing proves this hash yet: the backend refuses the login, and the log says
+            // why (see `checks` in weir-config for the warning at LOAD).
+            _ => Credential::NativeStage1([0; 20]),
+        },
     }
 }
 

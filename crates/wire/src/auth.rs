@@ -62,6 +62,11 @@ pub fn native_stage2(password: &[u8]) -> [u8; 20] {
     sha1(&[&native_stage1(password)])
 }
 
+/// Whether `stage1` is `SHA1(password)` for the stored hash `stage2 = SHA1(SHA1(password))`.
+pub fn stage1_matches(stage1: &[u8; 20], stage2: &[u8; 20]) -> bool {
+    ct_eq(&sha1(&[stage1]), stage2)
+}
+
 /// The client proof for mysql_native_password, from `SHA1(password)`.
 pub fn native_scramble_from_stage1(scramble: &[u8], stage1: &[u8; 20]) -> [u8; 20] {
     let stage2 = sha1(&[stage1]);

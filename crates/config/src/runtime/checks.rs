@@ -298,6 +298,22 @@ pub(super) fn warnings(tables: &ConfigTables, admin: &AdminVariables) -> Vec<Str
                 u.username, u.default_hostgroup
             ));
         }
+        // weir logs in to backends with SHA1(password), which only a client's login reveals:
+        // a hash no client password matches is no use.
+        let backend_row = tables
+            .mysql_users
+            .iter()
+            .find(|b| b.active && b.backend && !b.frontend && b.username == u.username);
+        if let Some(b) = backend_row {
+            if b.password.is_hash() && u.password.is_hash() && b.password != u.password {
+                out.push(format!(
+                    "mysql_users[{i}]: user '{}' has a backend row whose password is a hash other \
+                     than its client row's: weir cannot log in to backends with it (give that \
+                     row's password in clear text)",
+                    u.username
+                ));
+            }
+        }
     }
     for (i, r) in tables
         .mysql_query_rules
