@@ -4,8 +4,11 @@
 //! first time it runs it and keeps the server's id here, least recently used first out, so a
 //! connection never holds more than `mysql-max_stmts_per_connection` statements and the server's
 //! max_prepared_stmt_count is never reached however many clients prepare.
+//!
+//! Keys are weir's global statement ids, or a client statement's own key when it needs a server
+//! statement of its own (another statement of its session has a cursor open on the shared one).
 
-/// Statement ids a connection knows: (global id, server id, last use tick).
+/// Statement ids a connection knows: (key, server id, last use tick).
 #[derive(Debug, Default)]
 pub struct StmtCache {
     entries: Vec<(u64, u32, u64)>,
@@ -25,8 +28,16 @@ impl StmtCache {
 
     /// Records that `global` is prepared as `server_id`. Returns the server ids that must be
     /// closed: the one `global` had before (prepared again), and the least recently used when
-    /// the cache is over `max` entries.
-    pub fn insert(&mut self, global: u64, server_id: u32, max: usize, closed: &mut Vec<u32>) {
+    /// the cache is over `max` entries, except those `protected` names (statements with a
+    /// cursor open: closing them would end the cursor), which may keep it over `max` a while.
+    pub fn insert(
+        &mut self,
+        global: u64,
+        server_id: u32,
+        max: usize,
+        protected: &[u64],
+        closed: &mut Vec<u32>,
+    ) {
         self.tick += 1;
         if let Some(e) = self.entries.iter_mut().find(|e| e.0 == global) {
             if e.1 != server_id {
@@ -42,6 +53,7 @@ impl StmtCache {
                 .entries
                 .iter()
                 .enumerate()
+                .filter(|(_, e)| e.0 != global && !protected.contains(&e.0))
                 .min_by_key(|(_, e)| e.2)
                 .map(|(i, _)| i);
             match oldest {
@@ -82,16 +94,32 @@ mod tests {
     fn least_recently_used_goes_first() {
         let mut c = StmtCache::default();
         let mut closed = Vec::new();
-        c.insert(1, 10, 2, &mut closed);
-        c.insert(2, 20, 2, &mut closed);
+        c.insert(1, 10, 2, &[], &mut closed);
+        c.insert(2, 20, 2, &[], &mut closed);
         assert_eq!(c.get(1), Some(10));
-        c.insert(3, 30, 2, &mut closed);
+        c.insert(3, 30, 2, &[], &mut closed);
         assert_eq!(closed, vec![20]);
         assert_eq!(c.get(2), None);
         assert_eq!((c.get(1), c.get(3)), (Some(10), Some(30)));
-        c.insert(1, 11, 2, &mut closed);
+        c.insert(1, 11, 2, &[], &mut closed);
         assert_eq!(closed, vec![20, 10]);
         assert_eq!(c.remove(1), Some(11));
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn statements_with_a_cursor_open_are_not_evicted() {
+        let mut c = StmtCache::default();
+        let mut closed = Vec::new();
+        c.insert(1, 10, 2, &[], &mut closed);
+        c.insert(2, 20, 2, &[], &mut closed);
+        c.insert(3, 30, 2, &[1], &mut closed);
+        assert_eq!(closed, vec![20]);
+        // Every other one protected: over max until they are not.
+        c.insert(4, 40, 2, &[1, 3], &mut closed);
+        assert_eq!((closed.len(), c.len()), (1, 3));
+        c.insert(5, 50, 2, &[], &mut closed);
+        assert_eq!(closed, vec![20, 10, 30]);
+        assert_eq!((c.get(4), c.get(5)), (Some(40), Some(50)));
     }
 }

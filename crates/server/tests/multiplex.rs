@@ -3742,3 +3742,149 @@ async fn a_server_added_back_while_draining_keeps_its_connections_counted() {
     }
     other.query_drop("DO 1").await.unwrap();
 }
+
+/// A binary-protocol parameter: its type (2 bytes) and its value (`None`: sent as long data).
+type PsParam = ([u8; 2], Option<Vec<u8>>);
+
+fn ps_int(v: i32) -> PsParam {
+    ([0x03, 0], Some(v.to_le_bytes().to_vec()))
+}
+
+fn ps_str(v: &str) -> PsParam {
+    let mut b = vec![u8::try_from(v.len()).unwrap()];
+    b.extend_from_slice(v.as_bytes());
+    ([0xfd, 0], Some(b))
+}
+
+/// Cursors and long data of prepared statements, by hand, on `port`: what each reply was, with
+/// the status flags of OKs and EOFs left out.
+fn cursors_and_long_data_run(port: u16) -> Vec<String> {
+    use common::raw::{err_code, RawClient};
+    use weir_wire::reply::Expect;
+    let login = || {
+        let (c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(ok[0], 0, "login: {ok:?}");
+        c
+    };
+    let canon = |reply: Vec<Vec<u8>>| -> String {
+        let one = reply.len() == 1;
+        reply
+            .iter()
+            .map(|p| match (err_code(p), p.as_slice().first()) {
+                (Some(code), _) => format!("ERR {code}"),
+                (None, Some(0xfe)) if p.len() < 9 => "EOF".into(),
+                (None, Some(0)) if one => "OK".into(),
+                _ => p.iter().map(|b| format!("{b:02x}")).collect(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let prepare = |c: &mut RawClient, sql: &str| -> [u8; 4] {
+        let mut p = vec![0x16];
+        p.extend_from_slice(sql.as_bytes());
+        let r = c.command(&p, Expect::Prepare);
+        assert_eq!(r[0][0], 0, "prepare {sql}: {r:?}");
+        [r[0][1], r[0][2], r[0][3], r[0][4]]
+    };
+    let exec = |c: &mut RawClient, stmt: [u8; 4], cursor: bool, params: &[PsParam]| {
+        let mut p = vec![0x17];
+        p.extend_from_slice(&stmt);
+        p.push(u8::from(cursor));
+        p.extend_from_slice(&1u32.to_le_bytes());
+        if !params.is_empty() {
+            p.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
+            p.push(1);
+            for (t, _) in params {
+                p.extend_from_slice(t);
+            }
+            for v in params.iter().filter_map(|(_, v)| v.as_ref()) {
+                p.extend_from_slice(v);
+            }
+        }
+        canon(c.command(&p, Expect::ResultSets))
+    };
+    let fetch = |c: &mut RawClient, stmt: [u8; 4], rows: u32| {
+        let mut p = vec![0x1c];
+        p.extend_from_slice(&stmt);
+        p.extend_from_slice(&rows.to_le_bytes());
+        canon(c.command(&p, Expect::Fetch))
+    };
+    let on_stmt = |code: u8, stmt: [u8; 4]| {
+        let mut p = vec![code];
+        p.extend_from_slice(&stmt);
+        p
+    };
+    let long_data = |c: &mut RawClient, stmt: [u8; 4], param: u16, data: &[u8]| {
+        let mut p = on_stmt(0x18, stmt);
+        p.extend_from_slice(&param.to_le_bytes());
+        p.extend_from_slice(data);
+        c.send(&p);
+    };
+    let mut a = login();
+    let mut b = login();
+    let mut trace = Vec::new();
+    a.query("CREATE OR REPLACE TABLE weirtest.ps_cur (id INT PRIMARY KEY)");
+    a.query("INSERT INTO weirtest.ps_cur VALUES (1), (2), (3), (4), (5), (6)");
+    a.query("CREATE OR REPLACE TABLE weirtest.ps_ld (a VARCHAR(20), b VARCHAR(20))");
+
+    // Two statements of one text, each with a cursor open: the server keeps one per statement.
+    let sql = "SELECT id FROM weirtest.ps_cur WHERE id >= ? ORDER BY id";
+    let (s1, s2) = (prepare(&mut a, sql), prepare(&mut a, sql));
+    trace.push(exec(&mut a, s1, true, &[ps_int(1)]));
+    trace.push(exec(&mut a, s2, true, &[ps_int(4)]));
+    for s in [s1, s2, s1] {
+        trace.push(fetch(&mut a, s, 2));
+    }
+    // The same text prepared again and run, and more statements than a connection keeps
+    // (max_stmts_per_connection), leave both cursors open.
+    let s3 = prepare(&mut a, sql);
+    prepare(&mut a, "SELECT 1");
+    prepare(&mut a, "SELECT 2");
+    trace.push(exec(&mut a, s3, false, &[ps_int(6)]));
+    for s in [s1, s2] {
+        trace.push(fetch(&mut a, s, 5));
+    }
+
+    // Long data for a parameter the statement lacks fails its executions until it is reset,
+    // and only its own: another client's statement of the same text runs.
+    let ins = "INSERT INTO weirtest.ps_ld VALUES (?, ?)";
+    let (la, lb) = (prepare(&mut a, ins), prepare(&mut b, ins));
+    long_data(&mut a, la, 5, b"nowhere");
+    trace.push(exec(&mut a, la, false, &[ps_str("a1"), ps_str("a2")]));
+    trace.push(exec(&mut b, lb, false, &[ps_str("b1"), ps_str("b2")]));
+    trace.push(exec(&mut a, la, false, &[ps_str("a1"), ps_str("a2")]));
+    trace.push(canon(a.command(&on_stmt(0x1a, la), Expect::Status)));
+    let long = ([0xfd, 0], None);
+    long_data(&mut a, la, 0, b"long ");
+    long_data(&mut a, la, 0, b"value");
+    trace.push(exec(&mut a, la, false, &[long.clone(), ps_str("a4")]));
+    trace.push(canon(a.query("SELECT a, b FROM weirtest.ps_ld ORDER BY a")));
+
+    // Long data sent before an execution that fails (its table is gone) is gone with it: the
+    // next execution's values are its own.
+    long_data(&mut a, la, 0, b"STALE");
+    prepare(&mut a, "SELECT 3");
+    a.query("DROP TABLE weirtest.ps_ld");
+    trace.push(exec(&mut a, la, false, &[long, ps_str("x")]));
+    a.query("CREATE TABLE weirtest.ps_ld (a VARCHAR(20), b VARCHAR(20))");
+    trace.push(exec(&mut a, la, false, &[ps_str("A"), ps_str("B")]));
+    trace.push(canon(a.query("SELECT a, b FROM weirtest.ps_ld ORDER BY a")));
+    trace
+}
+
+/// Prepared statements sharing one backend connection (max_connections 1,
+/// max_stmts_per_connection 1) behave as on the server: two statements of one text keep a
+/// cursor each, open cursors outlive more statements than a connection keeps, long data for a
+/// missing parameter fails only its own statement until reset, and long data never outlives
+/// an execution that failed.
+#[test]
+fn cursors_and_long_data_of_shared_statements_behave_as_on_the_server() {
+    let w = start_with_max(1, "max_stmts_per_connection = 1");
+    let direct = cursors_and_long_data_run(topo().primary.port);
+    assert!(
+        direct.iter().any(|r| r.contains("ERR 1210")),
+        "the server's own answers: {direct:#?}"
+    );
+    let through_weir = cursors_and_long_data_run(w.port);
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(30));
+}

@@ -94,7 +94,7 @@ impl Session {
             }
             // No reply to either.
             com::STMT_SEND_LONG_DATA => self.long_data(&cmd),
-            com::STMT_CLOSE => self.close_statement(&cmd).await,
+            com::STMT_CLOSE => return self.close_statement(&cmd).await,
             com::RESET_CONNECTION => {
                 self.forget_session().await;
                 self.client.send_ok(seq, &self.ok_status()).await?;

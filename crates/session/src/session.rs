@@ -202,8 +202,15 @@ pub(crate) struct Prepared {
     pub(crate) long_data: crate::stmt::LongData,
     /// Whether the long data went over mysql-max_allowed_packet (and was dropped).
     pub(crate) long_data_overflow: bool,
-    /// Whether its last execution left a cursor open on the held connection.
-    pub(crate) cursor: bool,
+    /// Whether long data came for a parameter it does not have: as on the server, its
+    /// executions fail until COM_STMT_RESET.
+    pub(crate) long_data_refused: bool,
+    /// The key (in the held connection's statement cache) of the server statement its last
+    /// execution left a cursor open on.
+    pub(crate) cursor: Option<u64>,
+    /// Its key for a server statement of its own, used while another statement of the session
+    /// has a cursor open on the one shared by their text (running that one would close it).
+    pub(crate) own_key: u64,
     /// What running it ties the session to its connection with: the state a prepared
     /// statement can change is not followed (its parameters are not read), so any is pinned.
     pub(crate) exec_pins: u32,

@@ -15,7 +15,9 @@
 //! COM_STMT_SEND_LONG_DATA chunks (buffered, sent right before the execution). COM_STMT_CLOSE
 //! is answered locally; COM_STMT_RESET too, unless a cursor is open on the server. A cursor
 //! (an execution with a cursor type) keeps the connection with the session until the statement
-//! is reset or closed.
+//! is reset or closed, and its server statement is neither evicted nor run by another of the
+//! session's statements meanwhile: a statement of the same text then runs on a server
+//! statement of its own (the server keeps one cursor per statement).
 
 use crate::client::{ClientError, Command};
 use crate::commands::diagnostics_on_held;
@@ -224,6 +226,15 @@ fn unknown_statement(id: u32, code: u8) -> ErrInfo {
     )
 }
 
+/// Keys of client statements' own server statements ([`Prepared::own_key`]), apart from the
+/// global ids (which count up from 1).
+static OWN_KEYS: AtomicU64 = AtomicU64::new(1 << 63);
+
+/// A new key for a client statement's own server statement.
+pub(crate) fn new_own_key() -> u64 {
+    OWN_KEYS.fetch_add(1, Ordering::Relaxed)
+}
+
 /// How bringing a statement onto the held connection went.
 enum Ensure {
     /// Prepared there under this id.
@@ -318,17 +329,26 @@ impl Session {
             );
             let max = rt.mysql.max_stmts_per_connection as usize;
             let mut closed = Vec::new();
+            let own_key = new_own_key();
+            let protected = self.cursor_keys();
+            // Prepared again while a cursor is open on the statement of that text: this one is
+            // its own (the server statement under the cursor stays).
+            let key = if protected.contains(&global.id) {
+                own_key
+            } else {
+                global.id
+            };
             if let Some(b) = self.backend.as_mut() {
                 b.conn()
                     .stmts
-                    .insert(global.id, server_id, max, &mut closed);
+                    .insert(key, server_id, max, &protected, &mut closed);
                 GlobalStats::add(
                     &self.shared.stats.com_backend_stmt_close,
                     closed.len() as u64,
                 );
                 if let Err(e) = b.conn().close_statements(&closed).await {
                     tracing::debug!(error = %e, "backend failed closing evicted statements");
-                    self.drop_backend().await;
+                    self.lose_backend().await?;
                 }
             }
             let timeout = limits.timeout_rule.map(|rule| (limits.timeout, rule));
@@ -357,7 +377,9 @@ impl Session {
                     param_types: None,
                     long_data: LongData::default(),
                     long_data_overflow: false,
-                    cursor: false,
+                    long_data_refused: false,
+                    cursor: None,
+                    own_key,
                     exec_pins,
                     repeatable,
                     pipelinable,
@@ -417,6 +439,7 @@ impl Session {
             // as after an execution.
             p.long_data.clear();
             p.long_data_overflow = false;
+            p.long_data_refused = false;
             match answer {
                 crate::session::RuleAnswer::Error(msg) => {
                     let e = ErrInfo::new(errcode::ER_NOT_ALLOWED_COMMAND, "42000", msg.to_string());
@@ -429,6 +452,17 @@ impl Session {
                 }
             }
             self.row_count = None;
+            return Ok(Flow::Continue);
+        }
+        if p.long_data_refused {
+            // The server's answer, until the client resets the statement.
+            p.long_data.clear();
+            let e = ErrInfo::new(
+                errcode::ER_WRONG_ARGUMENTS,
+                "HY000",
+                "Incorrect arguments to mysqld_stmt_send_long_data".to_string(),
+            );
+            self.client.send_err(seq, &e).await?;
             return Ok(Flow::Continue);
         }
         if std::mem::take(&mut p.long_data_overflow) {
@@ -451,22 +485,27 @@ impl Session {
         let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
         let cache_rule = p
             .cache
-            .filter(|_| !wants_cursor && !p.cursor && p.long_data.is_empty());
+            .filter(|_| !wants_cursor && p.cursor.is_none() && p.long_data.is_empty());
+        let key = self.server_statement_key(id);
         let outcome = match cache_rule.filter(|_| self.cache_usable()) {
             Some(rule) if self.execute_key_for(id, &payload) => {
-                self.execute_through_cache(id, &payload, seq, rule).await?
+                self.execute_through_cache(id, &payload, seq, rule, key)
+                    .await?
             }
-            _ => self.execute_on_backend(id, &payload, seq).await?,
+            _ => self.execute_on_backend(id, &payload, seq, key).await?,
         };
+        if let Some(p) = self.prepared.get_mut(&id) {
+            // The server forgets long data once a statement ran, or failed to; and an
+            // execution that never reached it must not leave it for the next one.
+            p.long_data.clear();
+        }
         let Some(outcome) = outcome else {
             return Ok(Flow::Continue);
         };
         if !self.cache_hit {
             let opened = wants_cursor && o_cursor(&outcome);
             if let Some(p) = self.prepared.get_mut(&id) {
-                // The server forgets long data once a statement ran.
-                p.long_data.clear();
-                p.cursor = opened;
+                p.cursor = opened.then_some(key);
             }
             self.update_cursor_pin();
         }
@@ -541,6 +580,7 @@ impl Session {
         payload: &[u8],
         seq: u8,
         rule: crate::cache::CacheRule,
+        key: u64,
     ) -> Result<Option<crate::relay::ReplyOutcome>, ClientError> {
         if let Some(o) = self.try_cached(seq).await? {
             return Ok(Some(o));
@@ -555,12 +595,12 @@ impl Session {
         let r = match lookup {
             weir_cache::Lookup::Hit(reply) => match self.send_cached(&reply, seq).await? {
                 Some(o) => Ok(Some(o)),
-                None => self.execute_on_backend(id, payload, seq).await,
+                None => self.execute_on_backend(id, payload, seq, key).await,
             },
-            weir_cache::Lookup::Bypass => self.execute_on_backend(id, payload, seq).await,
+            weir_cache::Lookup::Bypass => self.execute_on_backend(id, payload, seq, key).await,
             weir_cache::Lookup::Fill(fill) => {
                 self.begin_fill();
-                let r = self.execute_on_backend(id, payload, seq).await;
+                let r = self.execute_on_backend(id, payload, seq, key).await;
                 let outcome = r.as_ref().ok().and_then(|o| o.as_ref());
                 self.end_fill(fill, outcome, &rule);
                 r
@@ -579,13 +619,48 @@ impl Session {
         limits
     }
 
-    /// Runs an execution on a backend, preparing the statement there first if needed, with
-    /// retries on another connection. `None` when the client was answered with an error.
+    /// The key of the server statement an execution of `id` runs on (see [`StmtCache`]): the
+    /// one its cursor is open on, else the one shared by its text, unless another statement of
+    /// the session has a cursor open on that one (running it would close that cursor).
+    ///
+    /// [`StmtCache`]: weir_backend::StmtCache
+    fn server_statement_key(&self, id: u32) -> u64 {
+        let Some(p) = self.prepared.get(&id) else {
+            return 0;
+        };
+        if let Some(key) = p.cursor {
+            return key;
+        }
+        let shared = p.global.id;
+        let taken = self.pins & crate::pins::CURSOR != 0
+            && self
+                .prepared
+                .iter()
+                .any(|(other, q)| *other != id && q.cursor == Some(shared));
+        if taken {
+            p.own_key
+        } else {
+            shared
+        }
+    }
+
+    /// The keys of the server statements the session's cursors are open on: never evicted.
+    fn cursor_keys(&self) -> Vec<u64> {
+        if self.pins & crate::pins::CURSOR == 0 {
+            return Vec::new();
+        }
+        self.prepared.values().filter_map(|p| p.cursor).collect()
+    }
+
+    /// Runs an execution on a backend, preparing the statement there first if needed (as
+    /// `key`, see [`Session::server_statement_key`]), with retries on another connection.
+    /// `None` when the client was answered with an error.
     async fn execute_on_backend(
         &mut self,
         id: u32,
         payload: &[u8],
         seq: u8,
+        key: u64,
     ) -> Result<Option<crate::relay::ReplyOutcome>, ClientError> {
         let Some(p) = self.prepared.get(&id) else {
             return Ok(None);
@@ -606,7 +681,7 @@ impl Session {
             }
         }
         // A statement with an open cursor runs again where the cursor is.
-        if !p.cursor {
+        if p.cursor.is_none() {
             self.route_to(hostgroup);
         }
         let limits = self.execute_limits(id);
@@ -629,7 +704,7 @@ impl Session {
                     if self.acquire(seq).await?.is_none() {
                         return Ok(None);
                     }
-                    let server_id = match self.ensure_prepared(id, seq).await? {
+                    let server_id = match self.ensure_prepared(id, key, seq).await? {
                         Ensure::Ready(sid) => sid,
                         Ensure::Refused => return Ok(None),
                         Ensure::Lost(e) if retries > 0 && !self.tied() => {
@@ -657,6 +732,9 @@ impl Session {
                         p.param_types.as_deref(),
                     );
                     if !p.long_data.is_empty() {
+                        // Written with the execution, in one write: a statement stopped before
+                        // it is sent (KILL QUERY) leaves no long data on a server statement
+                        // the next client may run.
                         let mut out = bytes::BytesMut::new();
                         for chunk in p.long_data.chunks() {
                             weir_wire::packet::write_packet(
@@ -665,21 +743,10 @@ impl Session {
                                 &with_server_id(chunk, server_id),
                             );
                         }
-                        let sent = match self.backend.as_mut() {
-                            Some(b) => crate::relay::forward_command(b.conn(), &out).await,
-                            None => Ok(()),
-                        };
-                        if let Err(e) = sent {
-                            tracing::debug!(error = %e, "backend failed on long data");
-                            let tied = self.tied();
-                            self.drop_backend().await;
-                            if retries > 0 && !tied {
-                                retries -= 1;
-                                continue;
-                            }
-                            self.client.send_err(seq, &lost_backend(&e)).await?;
-                            return Ok(None);
-                        }
+                        out.extend_from_slice(&exec.raw);
+                        return self
+                            .execute_with_long_data(&exec, &out, server_id, seq, &limits)
+                            .await;
                     }
                     let sent = match depth {
                         Some(depth) => match self.open_pipe(&exec.raw, depth, true).await {
@@ -718,6 +785,43 @@ impl Session {
         }
     }
 
+    /// Runs an execution whose long data `wire` carries before it, once (long data is not kept
+    /// for another try). A server statement the execution failed on is reset: the server keeps
+    /// some long-data errors until then, and the statement is shared with other clients.
+    async fn execute_with_long_data(
+        &mut self,
+        exec: &Command,
+        wire: &[u8],
+        server_id: u32,
+        seq: u8,
+        limits: &Limits,
+    ) -> Result<Option<crate::relay::ReplyOutcome>, ClientError> {
+        match self
+            .exchange(exec, wire, Expect::ResultSets, seq, limits)
+            .await?
+        {
+            Step::Replied(o) => {
+                if o.error.is_some() {
+                    if let Some(b) = self.backend.as_mut() {
+                        let reset = b
+                            .conn()
+                            .command(com::STMT_RESET, &server_id.to_le_bytes())
+                            .await;
+                        if reset.is_err_and(|e| !e.connection_usable()) {
+                            self.drop_backend().await;
+                        }
+                    }
+                }
+                Ok(Some(o))
+            }
+            Step::Answered | Step::Interrupted => Ok(None),
+            Step::Failed(f) => {
+                self.report_failure(f).await?;
+                Ok(None)
+            }
+        }
+    }
+
     /// mysql-pipeline_depth when an execution of statement `id` may go through a pipe: as
     /// for a text query (see `run_decided`), and no cursor or long data.
     fn pipeline_depth_for_execute(&self, id: u32, payload: &[u8], limits: &Limits) -> Option<u32> {
@@ -730,7 +834,7 @@ impl Session {
         let eligible = m.multiplexing
             && m.connection_delay_multiplex.is_zero()
             && p.pipelinable
-            && !p.cursor
+            && p.cursor.is_none()
             && p.long_data.is_empty()
             && p.exec_pins == 0
             && payload.get(5).is_none_or(|f| f & CURSOR_TYPE_MASK == 0)
@@ -744,17 +848,18 @@ impl Session {
         eligible.then_some(m.pipeline_depth)
     }
 
-    /// Prepares statement `id` on the held connection unless it already is.
-    async fn ensure_prepared(&mut self, id: u32, seq: u8) -> Result<Ensure, ClientError> {
+    /// Prepares statement `id` on the held connection as `key` unless it already is.
+    async fn ensure_prepared(&mut self, id: u32, key: u64, seq: u8) -> Result<Ensure, ClientError> {
         let Some(p) = self.prepared.get(&id) else {
             return Ok(Ensure::Refused);
         };
         let global = p.global.clone();
         let max = self.shared.runtime.load().mysql.max_stmts_per_connection as usize;
+        let protected = self.cursor_keys();
         let Some(b) = self.backend.as_mut() else {
             return Ok(Ensure::Refused);
         };
-        if let Some(sid) = b.conn().stmts.get(global.id) {
+        if let Some(sid) = b.conn().stmts.get(key) {
             return Ok(Ensure::Ready(sid));
         }
         let server = b.server().clone();
@@ -812,7 +917,7 @@ impl Session {
         GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
         let mut closed = Vec::new();
         conn.stmts
-            .insert(global.id, info.statement_id, max, &mut closed);
+            .insert(key, info.statement_id, max, &protected, &mut closed);
         GlobalStats::add(
             &self.shared.stats.com_backend_stmt_close,
             closed.len() as u64,
@@ -849,8 +954,8 @@ impl Session {
     pub(crate) async fn fetch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
         let id = self.statement_id(&cmd);
-        let global = match self.prepared.get(&id) {
-            Some(p) if p.cursor && self.backend.is_some() => p.global.id,
+        let key = match self.prepared.get(&id) {
+            Some(p) if self.backend.is_some() && p.cursor.is_some() => p.cursor.unwrap_or(0),
             Some(_) => {
                 let e = ErrInfo::new(
                     errcode::ER_STMT_HAS_NO_OPEN_CURSOR,
@@ -867,10 +972,7 @@ impl Session {
                 return Ok(Flow::Continue);
             }
         };
-        let sid = self
-            .backend
-            .as_mut()
-            .and_then(|b| b.conn().stmts.get(global));
+        let sid = self.backend.as_mut().and_then(|b| b.conn().stmts.get(key));
         let Some(sid) = sid else {
             self.client
                 .send_err(seq, &unknown_statement(id, com::STMT_FETCH))
@@ -888,7 +990,18 @@ impl Session {
             // may not reset or close it for a long time).
             Step::Replied(o) if o.error.is_none() && o.status & status::LAST_ROW_SENT != 0 => {
                 if let Some(p) = self.prepared.get_mut(&id) {
-                    p.cursor = false;
+                    p.cursor = None;
+                }
+                self.update_cursor_pin();
+                self.release();
+            }
+            // The server has no cursor there (whatever closed it): nor has the statement.
+            Step::Replied(o)
+                if o.error.as_ref().map(|e| e.code)
+                    == Some(errcode::ER_STMT_HAS_NO_OPEN_CURSOR) =>
+            {
+                if let Some(p) = self.prepared.get_mut(&id) {
+                    p.cursor = None;
                 }
                 self.update_cursor_pin();
                 self.release();
@@ -912,13 +1025,10 @@ impl Session {
         };
         p.long_data.clear();
         p.long_data_overflow = false;
-        if std::mem::take(&mut p.cursor) {
-            let global = p.global.id;
+        p.long_data_refused = false;
+        if let Some(key) = p.cursor.take() {
             self.update_cursor_pin();
-            let sid = self
-                .backend
-                .as_mut()
-                .and_then(|b| b.conn().stmts.get(global));
+            let sid = self.backend.as_mut().and_then(|b| b.conn().stmts.get(key));
             if let Some(sid) = sid {
                 let reset = Command::from_payload(&with_server_id(&cmd.payload(), sid));
                 let limits = Limits::defaults(&self.shared.runtime.load().mysql);
@@ -941,32 +1051,44 @@ impl Session {
     }
 
     /// COM_STMT_CLOSE (no reply): the statement leaves the session; connections keep it for
-    /// other sessions. An open cursor is closed on the server.
-    pub(crate) async fn close_statement(&mut self, cmd: &Command) {
+    /// other sessions. An open cursor is closed on the server. A connection lost meanwhile
+    /// ends a session it was tied to (its transaction is gone), as for any statement.
+    pub(crate) async fn close_statement(&mut self, cmd: &Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_close);
         let id = self.statement_id(cmd);
         if self.last_prepared == Some(id) {
             self.last_prepared = None;
         }
         let Some(p) = self.prepared.remove(&id) else {
-            return;
+            return Ok(Flow::Continue);
         };
-        if !p.cursor {
-            return;
-        }
+        let Some(key) = p.cursor else {
+            return Ok(Flow::Continue);
+        };
         self.update_cursor_pin();
         if let Some(b) = self.backend.as_mut() {
-            if let Some(sid) = b.conn().stmts.get(p.global.id) {
+            if let Some(sid) = b.conn().stmts.get(key) {
                 if let Err(e) = b.conn().command(com::STMT_RESET, &sid.to_le_bytes()).await {
                     tracing::debug!(error = %e, "backend failed closing a cursor");
                     if !e.connection_usable() {
-                        self.drop_backend().await;
-                        return;
+                        return self.lose_backend().await;
                     }
                 }
             }
         }
         self.release();
+        Ok(Flow::Continue)
+    }
+
+    /// The held connection failed outside a statement's exchange: closed, and the session
+    /// ended if it was tied to it (its transaction or pinned state is gone with it).
+    async fn lose_backend(&mut self) -> Result<Flow, ClientError> {
+        let tied = self.tied();
+        self.drop_backend().await;
+        if tied {
+            return Err(ClientError::Closed);
+        }
+        Ok(Flow::Continue)
     }
 
     /// COM_STMT_SEND_LONG_DATA (no reply): kept until the statement runs, at most
@@ -988,7 +1110,17 @@ impl Session {
         let Some(p) = self.prepared.get_mut(&id) else {
             return;
         };
-        if p.long_data_overflow {
+        // The server reads nothing of a payload shorter than its header, and refuses the
+        // statement's executions after one for a parameter it does not have.
+        let Some(param) = payload.get(5..7) else {
+            return;
+        };
+        if u16::from_le_bytes([param[0], param[1]]) >= p.global.params {
+            p.long_data = LongData::default();
+            p.long_data_refused = true;
+            return;
+        }
+        if p.long_data_overflow || p.long_data_refused {
             return;
         }
         if self.long_data_held + cost > max {
@@ -1002,7 +1134,7 @@ impl Session {
 
     /// Keeps the connection while any statement has a cursor open on it.
     fn update_cursor_pin(&mut self) {
-        if self.prepared.values().any(|p| p.cursor) {
+        if self.prepared.values().any(|p| p.cursor.is_some()) {
             self.pins |= crate::pins::CURSOR;
         } else {
             self.pins &= !crate::pins::CURSOR;
@@ -1147,10 +1279,12 @@ impl LongData {
         self.ends.is_empty()
     }
 
-    /// Forgets the payloads.
+    /// Forgets the payloads, and the memory they took (a client that once sent a big value
+    /// to each of many statements must not keep weir holding that much).
     pub(crate) fn clear(&mut self) {
-        self.buf.clear();
-        self.ends.clear();
+        if self.buf.capacity() > 0 || self.ends.capacity() > 0 {
+            *self = LongData::default();
+        }
     }
 
     /// What the kept payloads cost ([`LongData::cost`] each).

@@ -157,6 +157,8 @@ pub mod errcode {
     pub const ER_NO_SUCH_THREAD: u16 = 1094;
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
+    /// Incorrect arguments (a prepared statement's long data for a parameter it lacks).
+    pub const ER_WRONG_ARGUMENTS: u16 = 1210;
     /// COM_STMT_FETCH of a statement without an open cursor.
     pub const ER_STMT_HAS_NO_OPEN_CURSOR: u16 = 1421;
     pub const ER_QUERY_INTERRUPTED: u16 = 1317;
