@@ -959,3 +959,70 @@ fn mariadb_extended_metadata_reaches_the_clients_that_ask() {
         );
     }
 }
+
+/// Every packet `c` receives until nothing comes for a while, with OK/EOF packets reduced to
+/// their kind (their status flags may differ between weir and the server).
+fn packets_until_quiet(c: &mut RawClient) -> Vec<String> {
+    c.stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut out = Vec::new();
+    while let Ok((_, p)) = c.read_packet() {
+        out.push(match p[0] {
+            0xfe => "END".to_string(),
+            0x00 => "OK".to_string(),
+            0xff => format!("ERR {:?}", err_code(&p)),
+            _ => p.iter().map(|b| format!("{b:02x}")).collect(),
+        });
+    }
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    out
+}
+
+/// What a client gets for `CALL p_cursor_select()` (text and prepared, with and without a
+/// cursor asked for), with `caps`, on `port`.
+fn procedure_with_open_cursor_run(port: u16, caps: u32) -> Vec<Vec<String>> {
+    let (mut c, ok) = RawClient::login_caps(port, WEIR_USER, WEIR_PASS, Some("weirtest"), caps);
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let mut runs = Vec::new();
+    c.send(b"\x03CALL p_cursor_select()");
+    runs.push(packets_until_quiet(&mut c));
+    let r = c.command(b"\x16CALL p_cursor_select()", Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    let stmt = [r[0][1], r[0][2], r[0][3], r[0][4]];
+    for flags in [0u8, 1] {
+        let mut p = vec![0x17];
+        p.extend_from_slice(&stmt);
+        p.push(flags);
+        p.extend_from_slice(&1u32.to_le_bytes());
+        c.send(&p);
+        runs.push(packets_until_quiet(&mut c));
+    }
+    c.send(b"\x03SELECT 5");
+    runs.push(packets_until_quiet(&mut c));
+    runs
+}
+
+/// A stored procedure that sends a result set while one of its own cursors is open: the server
+/// flags the result's definitions with SERVER_STATUS_CURSOR_EXISTS, but its rows follow (the
+/// cursor is not the client's). Clients get the whole reply, with and without
+/// CLIENT_DEPRECATE_EOF, for a CALL as a query and as a prepared statement.
+#[test]
+fn a_procedures_own_cursor_does_not_cut_its_results() {
+    let mut c = login();
+    c.query(
+        "CREATE OR REPLACE PROCEDURE weirtest.p_cursor_select() BEGIN \
+         DECLARE c CURSOR FOR SELECT 1; OPEN c; SELECT 2 AS x; CLOSE c; END",
+    );
+    for caps in [0, weir_wire::cap::DEPRECATE_EOF] {
+        let direct = procedure_with_open_cursor_run(common::topo().primary.port, caps);
+        assert!(
+            direct[0].iter().any(|p| p == "0132"),
+            "the row of SELECT 2: {direct:?}"
+        );
+        let through_weir = procedure_with_open_cursor_run(common::weir().port, caps);
+        assert_eq!(through_weir, direct, "caps {caps:#x}");
+    }
+}

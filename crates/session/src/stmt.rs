@@ -482,7 +482,7 @@ impl Session {
         self.effects.statement_scoped_set = p.statement_scoped_set;
         self.effects.reads_last_insert_id = p.reads_last_insert_id;
         let exec_pins = p.exec_pins;
-        let wants_cursor = payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0);
+        let wants_cursor = execute_expect(p, &payload) == Expect::CursorResultSets;
         let cache_rule = p
             .cache
             .filter(|_| !wants_cursor && p.cursor.is_none() && p.long_data.is_empty());
@@ -665,6 +665,7 @@ impl Session {
         let Some(p) = self.prepared.get(&id) else {
             return Ok(None);
         };
+        let expect = execute_expect(p, payload);
         let mut hostgroup = p.hostgroup;
         // What the previous statement left on its connection is read there while the session
         // still keeps it for that statement, as for a query; its diagnostics only where they
@@ -745,7 +746,7 @@ impl Session {
                         }
                         out.extend_from_slice(&exec.raw);
                         return self
-                            .execute_with_long_data(&exec, &out, server_id, seq, &limits)
+                            .execute_with_long_data(&exec, &out, server_id, seq, &limits, expect)
                             .await;
                     }
                     let sent = match depth {
@@ -761,10 +762,7 @@ impl Session {
                 }
             };
             let wire: &[u8] = if sent { &[] } else { &exec.raw };
-            match self
-                .exchange(&exec, wire, Expect::ResultSets, seq, &limits)
-                .await?
-            {
+            match self.exchange(&exec, wire, expect, seq, &limits).await? {
                 Step::Replied(o) => return Ok(Some(o)),
                 Step::Answered => return Ok(None),
                 Step::Interrupted => {
@@ -795,11 +793,9 @@ impl Session {
         server_id: u32,
         seq: u8,
         limits: &Limits,
+        expect: Expect,
     ) -> Result<Option<crate::relay::ReplyOutcome>, ClientError> {
-        match self
-            .exchange(exec, wire, Expect::ResultSets, seq, limits)
-            .await?
-        {
+        match self.exchange(exec, wire, expect, seq, limits).await? {
             Step::Replied(o) => {
                 if o.error.is_some() {
                     if let Some(b) = self.backend.as_mut() {
@@ -1245,6 +1241,18 @@ impl ColumnDefs {
             next = next.wrapping_add(1);
         }
         next
+    }
+}
+
+/// The reply an execution of `p` gets: one that may open a cursor when it asks for one, except
+/// for a CALL (the server opens none for it; a procedure's own cursors do not end its results).
+fn execute_expect(p: &Prepared, payload: &[u8]) -> Expect {
+    if payload.get(5).is_some_and(|f| f & CURSOR_TYPE_MASK != 0)
+        && p.command != weir_sql::SqlCommand::Call
+    {
+        Expect::CursorResultSets
+    } else {
+        Expect::ResultSets
     }
 }
 

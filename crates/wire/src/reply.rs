@@ -19,6 +19,11 @@ pub enum Expect {
     /// COM_QUERY and COM_STMT_EXECUTE: OK, ERR, LOCAL INFILE request or result sets, repeated
     /// while SERVER_MORE_RESULTS_EXISTS is set.
     ResultSets,
+    /// COM_STMT_EXECUTE asking for a cursor: as `ResultSets`, except that a result set whose
+    /// definitions end with SERVER_STATUS_CURSOR_EXISTS ends the reply (its rows come through
+    /// COM_STMT_FETCH). Elsewhere the flag only says that some cursor is open (a stored
+    /// procedure's own, while it sends a result set), and rows follow.
+    CursorResultSets,
     /// COM_FIELD_LIST: column definitions then EOF.
     FieldList,
     /// COM_STMT_PREPARE: prepare-OK, parameter and column definitions.
@@ -197,7 +202,9 @@ impl ReplyTracker {
                 let (_, status) = parse_eof(head)?;
                 self.last_status = Some(status);
                 // A read-only cursor was opened: rows come later through COM_STMT_FETCH.
-                self.state = if status & status::CURSOR_EXISTS != 0 {
+                self.state = if status & status::CURSOR_EXISTS != 0
+                    && self.expect == Expect::CursorResultSets
+                {
                     State::Done
                 } else {
                     State::Rows
@@ -209,7 +216,7 @@ impl ReplyTracker {
                     let (warnings, status) = parse_eof(head)?;
                     self.last_status = Some(status);
                     self.state = if status & status::MORE_RESULTS_EXISTS != 0
-                        && self.expect == Expect::ResultSets
+                        && matches!(self.expect, Expect::ResultSets | Expect::CursorResultSets)
                     {
                         State::Start
                     } else {
@@ -271,7 +278,7 @@ impl ReplyTracker {
             return Ok(Role::Err);
         }
         match self.expect {
-            Expect::ResultSets => match first {
+            Expect::ResultSets | Expect::CursorResultSets => match first {
                 0x00 => {
                     let ok = OkInfo::parse(head)?;
                     self.last_status = Some(ok.status);

@@ -92,8 +92,23 @@ fn prepare_with_params_and_columns() {
 
 #[test]
 fn cursor_open_ends_after_definitions() {
-    let mut t = ReplyTracker::new(Expect::ResultSets);
+    let mut t = ReplyTracker::new(Expect::CursorResultSets);
     feed_all(&mut t, &[vec![1], vec![3], eof(status::CURSOR_EXISTS)]);
+    assert!(t.is_done());
+}
+
+#[test]
+fn a_procedures_open_cursor_does_not_end_its_result_set() {
+    // CALL of a procedure that sends a result set while one of its cursors is open: the flag
+    // is in the definitions' EOF, and rows follow.
+    let mut t = ReplyTracker::new(Expect::ResultSets);
+    let more = status::CURSOR_EXISTS | status::MORE_RESULTS_EXISTS;
+    feed_all(
+        &mut t,
+        &[vec![1], vec![3], eof(more), vec![1, b'2'], eof(more)],
+    );
+    assert!(!t.is_done());
+    feed_all(&mut t, &[vec![0, 0, 0, 2, 0, 0, 0]]);
     assert!(t.is_done());
 }
 
@@ -130,7 +145,7 @@ fn error_mid_rows_ends_reply() {
 proptest::proptest! {
     #[test]
     fn never_panics(packets in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40), 0..20)) {
-        for expect in [Expect::ResultSets, Expect::Prepare, Expect::FieldList, Expect::Fetch, Expect::Status, Expect::Single] {
+        for expect in [Expect::ResultSets, Expect::CursorResultSets, Expect::Prepare, Expect::FieldList, Expect::Fetch, Expect::Status, Expect::Single] {
             let mut t = ReplyTracker::new(expect);
             for p in &packets {
                 if t.feed(p.len(), &p[..p.len().min(CLASSIFY_BYTES)]).is_err() || t.is_done() { break; }
