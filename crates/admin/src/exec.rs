@@ -318,6 +318,8 @@ impl Admin {
             AdminCommand::ShowVariables { module, like } => self.show_variables(module, like),
             AdminCommand::ShowTables { schema, like } => {
                 let schema = match schema {
+                    // Listing disk's tables is harmless; only `USE disk` is refused.
+                    Some(s) if s.eq_ignore_ascii_case("disk") => Some(s),
                     Some(s) => {
                         self.check_schema(&s)?;
                         Some(s)
@@ -580,11 +582,11 @@ impl Admin {
                 ))
             }
             "describe" | "desc" => {
-                return Err(AdminError::new(
-                    1235,
-                    "42000",
-                    "DESCRIBE is not supported on the admin interface: use SHOW CREATE TABLE name",
-                ))
+                let name = words.get(1).map(|n| n.replace('`', "")).unwrap_or_default();
+                if name.is_empty() {
+                    return Err(AdminError::new(1064, "42000", "DESCRIBE: which table?"));
+                }
+                return Ok(Some(Reply::Rows(self.store.lock().describe(&name)?)));
             }
             "checksum" | "flush" => {
                 return Err(AdminError::new(
@@ -791,11 +793,12 @@ impl Admin {
         match (w(1), w(2)) {
             ("databases", _) | ("schemas", _) => Ok(Reply::Rows(store.show_databases()?)),
             ("create", "table") => {
+                // `main`.`t`, `main.t` and main.t alike: names here are plain identifiers.
                 let name = sql
                     .split_whitespace()
                     .nth(3)
-                    .map(|n| n.trim_matches('`').trim_end_matches(';'))
-                    .unwrap_or("");
+                    .map(|n| n.trim_end_matches(';').replace('`', ""))
+                    .unwrap_or_default();
                 if name.is_empty() {
                     return Err(AdminError::new(
                         1064,
@@ -803,7 +806,7 @@ impl Admin {
                         "SHOW CREATE TABLE: which table?",
                     ));
                 }
-                Ok(Reply::Rows(store.show_create_table(name)?))
+                Ok(Reply::Rows(store.show_create_table(&name)?))
             }
             ("processlist", _) | ("full", "processlist") => {
                 self.refresh_dynamic(&store, "stats_mysql_processlist")?;
@@ -1108,9 +1111,27 @@ fn table_text(sql: &str) -> String {
     out
 }
 
-/// Strips whitespace and trailing `;` (mysql CLI scripts end statements with one).
+/// Strips whitespace, leading comments (drivers prefix their own statements with one:
+/// Connector/J's `/* mysql-connector-java-... */SELECT @@session...`) and trailing `;`
+/// (mysql CLI scripts end statements with one). An unterminated comment is left for the parser
+/// to refuse.
 fn trim_statement(sql: &str) -> &str {
     let mut s = sql.trim();
+    loop {
+        if let Some(rest) = s.strip_prefix("/*") {
+            match rest.find("*/") {
+                Some(end) => s = rest[end + 2..].trim_start(),
+                None => break,
+            }
+        } else if s.starts_with('#')
+            || s.strip_prefix("--")
+                .is_some_and(|r| r.is_empty() || r.starts_with(char::is_whitespace))
+        {
+            s = s.find('\n').map_or("", |i| s[i + 1..].trim_start());
+        } else {
+            break;
+        }
+    }
     while let Some(rest) = s.strip_suffix(';') {
         s = rest.trim_end();
     }
@@ -1292,6 +1313,17 @@ mod tests {
     fn trims_statements() {
         assert_eq!(trim_statement("  SELECT 1 ;; "), "SELECT 1");
         assert_eq!(trim_statement(";"), "");
+        assert_eq!(
+            trim_statement("/* mysql-connector-java-9.5.0 */SELECT @@version"),
+            "SELECT @@version"
+        );
+        assert_eq!(
+            trim_statement("-- c\n# d\n /* e */ SHOW DATABASES;"),
+            "SHOW DATABASES"
+        );
+        assert_eq!(trim_statement("-- only a comment"), "");
+        assert_eq!(trim_statement("--x"), "--x");
+        assert_eq!(trim_statement("/* unterminated"), "/* unterminated");
     }
 
     #[test]

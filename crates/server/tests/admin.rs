@@ -356,6 +356,39 @@ async fn connect_chatter_and_show_statements() {
         .await
         .unwrap();
     assert_eq!(n, Some(2), "the connection stays usable after an error");
+    // Statements with a leading comment, as drivers send their own (Connector/J prefixes
+    // `/* mysql-connector-java-... */`), are answered as without it; a comment alone is an
+    // empty query.
+    let v: Option<String> = c
+        .query_first("/* mysql-connector-java-9.5.0 */SELECT @@version_comment")
+        .await
+        .unwrap();
+    assert!(v.is_some_and(|v| v.contains("weir")));
+    let db: Option<String> = c.query_first("/* c */ SELECT DATABASE()").await.unwrap();
+    assert_eq!(db.as_deref(), Some("main"));
+    let dbs: Vec<(u32, String, String)> = c.query("-- c\nSHOW DATABASES").await.unwrap();
+    assert_eq!(dbs.len(), 4);
+    let e = c.query_drop("-- nothing else").await.unwrap_err();
+    assert_eq!(server_code(&e), Some(1065), "{e}");
+    // disk's tables can be listed; names quoted part by part; DESCRIBE.
+    let disk: Vec<String> = c.query("SHOW TABLES FROM disk").await.unwrap();
+    assert!(disk.iter().any(|t| t == "mysql_servers"), "{disk:?}");
+    let (name, _): (String, String) = c
+        .query_first("SHOW CREATE TABLE `main`.`mysql_servers`")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(name, "mysql_servers");
+    let columns: Vec<(String, String, String, String, Option<String>, String)> =
+        c.query("DESCRIBE disk.mysql_servers").await.unwrap();
+    let key: Vec<&str> = columns
+        .iter()
+        .filter(|c| c.3 == "PRI")
+        .map(|c| c.0.as_str())
+        .collect();
+    assert_eq!(key, ["hostgroup_id", "hostname", "port"], "{columns:?}");
+    let e = c.query_drop("DESCRIBE no_such_table").await.unwrap_err();
+    assert_eq!(server_code(&e), Some(1146), "{e}");
     // Versioned comments run (mariadb-admin's `show /*!40003 GLOBAL */ variables`), and
     // SHOW MYSQL STATUS takes LIKE. mysql_async sends the text as typed.
     let rows: Vec<(String, String)> = c.query("show /*!40003 GLOBAL */ variables").await.unwrap();

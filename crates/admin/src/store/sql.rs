@@ -242,14 +242,8 @@ impl Store {
     /// `SHOW CREATE TABLE [schema.]t`: columns `table` and `Create Table`. Without a schema
     /// the table is looked up as SQLite resolves unqualified names (`main` first).
     pub fn show_create_table(&self, name: &str) -> Result<ResultSet, StoreError> {
-        let no_such = || StoreError::NoSuchTable(unquote(name).to_string());
-        let (schema, table) = split_table_name(name).map_err(|_| no_such())?;
-        let schemas = match schema {
-            Some(s) => vec![self.schema(s)?],
-            None => self.schemas()?,
-        };
-        for schema in schemas {
-            let rs = query(
+        self.about_table(name, |schema, table| {
+            query(
                 &self.conn,
                 &format!(
                     "SELECT name AS \"table\", sql AS \"Create Table\" \
@@ -257,7 +251,41 @@ impl Store {
                      WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE"
                 ),
                 &[table],
-            )?;
+            )
+        })
+    }
+
+    /// `DESCRIBE [schema.]t`: MySQL's columns (Field, Type, Null, Key, Default, Extra), one
+    /// row per column of the table, looked up as [`Store::show_create_table`] does.
+    pub fn describe(&self, name: &str) -> Result<ResultSet, StoreError> {
+        self.about_table(name, |schema, table| {
+            query(
+                &self.conn,
+                "SELECT name AS Field, type AS Type, \
+                 CASE WHEN \"notnull\" = 1 OR pk > 0 THEN 'NO' ELSE 'YES' END AS \"Null\", \
+                 CASE WHEN pk > 0 THEN 'PRI' ELSE '' END AS \"Key\", \
+                 dflt_value AS \"Default\", '' AS Extra \
+                 FROM pragma_table_info(?1, ?2) ORDER BY cid",
+                &[table, schema],
+            )
+        })
+    }
+
+    /// The first rows `read(schema, table)` finds about table `name` (`[schema.]t`), in its
+    /// schema or else in each schema in SQLite's name-resolution order.
+    fn about_table(
+        &self,
+        name: &str,
+        read: impl Fn(&str, &str) -> Result<ResultSet, StoreError>,
+    ) -> Result<ResultSet, StoreError> {
+        let no_such = || StoreError::NoSuchTable(unquote(name).to_string());
+        let (schema, table) = split_table_name(name).map_err(|_| no_such())?;
+        let schemas = match schema {
+            Some(s) => vec![self.schema(s)?],
+            None => self.schemas()?,
+        };
+        for schema in schemas {
+            let rs = read(&schema, table)?;
             if !rs.rows.is_empty() {
                 return Ok(rs);
             }
