@@ -38,15 +38,12 @@ pub fn adapted_caps() -> u32 {
 }
 
 /// Client capabilities a server of `version` does not act on, so that its connections serve
-/// clients with and without them alike: CLIENT_PS_MULTI_RESULTS for MariaDB (a prepared CALL
-/// needs only CLIENT_MULTI_RESULTS there). Per server, not per hostgroup: on MySQL a
-/// connection opened with it would hand a client without it results it cannot read.
-pub fn caps_ignored_by(version: &str) -> u32 {
-    if version.contains("MariaDB") {
-        weir_wire::cap::PS_MULTI_RESULTS
-    } else {
-        0
-    }
+/// clients with and without them alike. Per server, not per hostgroup. None today:
+/// CLIENT_PS_MULTI_RESULTS, the candidate, is acted on by MariaDB too (without it, a prepared
+/// CALL's OUT parameters are not sent: a connection opened with it would hand a client
+/// without it a result set it does not expect, and the Go driver never asks for it).
+pub fn caps_ignored_by(_version: &str) -> u32 {
+    0
 }
 
 /// The capabilities of a client that a pooled connection must have been opened with to serve
