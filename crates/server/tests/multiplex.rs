@@ -2632,9 +2632,9 @@ fn multi_statements_on_and_off_share_a_connection() {
     assert_eq!(backend_connects(&w), 1, "one connection served both");
 }
 
-/// A client that negotiated CLIENT_SESSION_TRACK, CLIENT_LOCAL_FILES and
-/// CLIENT_PS_MULTI_RESULTS and one that did not take turns on one connection: every reply
-/// each gets, packet for packet. Starts from a fresh `adapted_t` (one row, 1).
+/// A client that negotiated CLIENT_SESSION_TRACK and CLIENT_LOCAL_FILES and one that did not
+/// take turns on one connection: every reply each gets, packet for packet. Starts from a fresh
+/// `adapted_t` (one row, 1).
 fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
     use common::raw::RawClient;
     use weir_wire::cap;
@@ -2657,7 +2657,7 @@ fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
         assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
         c
     };
-    let mut full = login(cap::SESSION_TRACK | cap::LOCAL_FILES | cap::PS_MULTI_RESULTS);
+    let mut full = login(cap::SESSION_TRACK | cap::LOCAL_FILES);
     let mut bare = login(0);
     let mut seen = Vec::new();
     let load = "LOAD DATA LOCAL INFILE 'numbers.txt' INTO TABLE adapted_t";
@@ -2690,8 +2690,8 @@ fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
         bare.query("SELECT COUNT(*), SUM(a), @@time_zone FROM adapted_t"),
     ));
     seen.push(("full time_zone kept", full.query("SELECT @@time_zone")));
-    // A prepared CALL (MariaDB needs CLIENT_MULTI_RESULTS only). Last: a CALL keeps its
-    // connection (weir cannot tell what the procedure changed).
+    // A prepared CALL. Last: a CALL keeps its connection (weir cannot tell what the
+    // procedure changed).
     let prepared = bare.command(b"\x16CALL adapted_p()", Expect::Prepare);
     assert_eq!(prepared[0][0], 0, "{prepared:?}");
     let id = prepared[0][1..5].to_vec();
@@ -2709,8 +2709,7 @@ fn adapted_caps_run(port: u16) -> Vec<(&'static str, Vec<Vec<u8>>)> {
     seen
 }
 
-/// CLIENT_SESSION_TRACK, CLIENT_LOCAL_FILES and (in front of MariaDB) CLIENT_PS_MULTI_RESULTS
-/// do not split the pool: connections are opened with them, and a client without them gets
+/// CLIENT_SESSION_TRACK and CLIENT_LOCAL_FILES do not split the pool: connections are opened with them, and a client without them gets
 /// the very bytes the server would have sent it (no state changes in its OKs; LOAD DATA
 /// LOCAL refused with the server's error, nothing loaded).
 #[test]
