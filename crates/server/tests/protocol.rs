@@ -1069,3 +1069,40 @@ fn a_prepared_calls_out_parameters_reach_only_clients_that_ask() {
         }
     }
 }
+
+/// A client keeps at most 16,382 statements prepared (MariaDB's default
+/// max_prepared_stmt_count, which the server counts over all sessions): the next prepare gets
+/// the server's error 1461, and closing one makes room again.
+#[test]
+fn a_session_keeps_a_bounded_number_of_prepared_statements() {
+    let mut c = login();
+    let mut ids = Vec::new();
+    for batch in 0..17 {
+        let n = if batch < 16 { 1000 } else { 382 };
+        for _ in 0..n {
+            c.send(b"\x16SELECT CAST(? + 1 AS CHAR)");
+        }
+        for _ in 0..n {
+            let r = c.read_reply(Expect::Prepare);
+            assert_eq!(r[0][0], 0, "{r:?}");
+            ids.push([r[0][1], r[0][2], r[0][3], r[0][4]]);
+        }
+    }
+    let r = c.command(b"\x16SELECT CAST(? + 1 AS CHAR)", Expect::Prepare);
+    assert_eq!(err_code(&r[0]), Some(1461), "{r:?}");
+    assert!(String::from_utf8_lossy(&r[0]).contains("max_prepared_stmt_count"));
+    c.send(&[&[0x19][..], &ids[0]].concat());
+    let r = c.command(b"\x16SELECT CAST(? + 1 AS CHAR)", Expect::Prepare);
+    assert_eq!(r[0][0], 0, "{r:?}");
+    // The statements kept still run.
+    let mut exec = vec![0x17];
+    exec.extend_from_slice(&ids[16_000]);
+    exec.extend_from_slice(&[0, 1, 0, 0, 0, 0, 1, 0x03, 0]);
+    exec.extend_from_slice(&41i32.to_le_bytes());
+    let r = c.command(&exec, Expect::ResultSets);
+    assert_eq!(
+        common::raw::binary_first_row(&r)[0].as_deref(),
+        Some("42"),
+        "{r:?}"
+    );
+}

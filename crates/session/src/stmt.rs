@@ -226,6 +226,12 @@ fn unknown_statement(id: u32, code: u8) -> ErrInfo {
     )
 }
 
+/// The most statements one session may keep prepared: MariaDB's default
+/// max_prepared_stmt_count, which the server applies to all sessions together. weir's
+/// connections never reach the server's limit (they keep a bounded few each), so without a
+/// limit of its own a client preparing without closing would grow weir's memory for ever.
+const MAX_STATEMENTS_PER_SESSION: usize = 16_382;
+
 /// Keys of client statements' own server statements ([`Prepared::own_key`]), apart from the
 /// global ids (which count up from 1).
 static OWN_KEYS: AtomicU64 = AtomicU64::new(1 << 63);
@@ -250,6 +256,23 @@ impl Session {
     /// recorded in the global registry; the client gets weir's statement id.
     pub(crate) async fn prepare(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         GlobalStats::inc(&self.shared.stats.com_frontend_stmt_prepare);
+        if self.prepared.len() >= MAX_STATEMENTS_PER_SESSION {
+            let e = ErrInfo::new(
+                errcode::ER_MAX_PREPARED_STMT_COUNT_REACHED,
+                "42000",
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: \
+                     {MAX_STATEMENTS_PER_SESSION}): weir keeps at most that many per client \
+                     connection; close statements with COM_STMT_CLOSE"
+                ),
+            );
+            self.last_prepared = None;
+            self.row_count = Some(-1);
+            self.client
+                .send_err(cmd.last_seq.wrapping_add(1), &e)
+                .await?;
+            return Ok(Flow::Continue);
+        }
         let (
             command,
             info,
