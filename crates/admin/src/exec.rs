@@ -417,8 +417,15 @@ impl Admin {
                 Ok(Reply::ok_with(0, notes.join("; ")))
             }
             (Layer::Runtime, Layer::Memory) => {
-                let current = self.control.runtime();
-                store.write_module(Target::Memory, module, &current.tables)?;
+                let mut tables = self.control.runtime().tables.clone();
+                if module == Module::MysqlServers {
+                    // Where the monitor placed the servers (a failover it followed), as
+                    // runtime_mysql_servers shows them, so that SAVE ... TO DISK keeps the
+                    // topology; with their configured statuses (a shun is not a setting).
+                    let snap = self.control.stats(StatsReset::default());
+                    crate::stats_tables::placed_servers(&mut tables, &snap, false);
+                }
+                store.write_module(Target::Memory, module, &tables)?;
                 Ok(Reply::ok())
             }
             (Layer::Memory, Layer::Disk) => {

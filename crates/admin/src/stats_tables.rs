@@ -207,12 +207,18 @@ pub(crate) fn fill(store: &Store, lower_sql: &str, snap: &Snapshot) -> Result<()
 /// Shows the live status of each server (drained, shunned by the monitor...) in
 /// runtime_mysql_servers, as ProxySQL does; the configured status stays in mysql_servers.
 pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
+    placed_servers(tables, snap, true);
+}
+
+/// The servers of `tables` where they run: in the hostgroups the monitor placed them in
+/// (see [`live_statuses`]), with their live status when `live`, else their configured one.
+pub(crate) fn placed_servers(tables: &mut ConfigTables, snap: &Snapshot, live: bool) {
     // What runs: the pool's servers (the monitor may have moved some between replication
     // hostgroups) with their live status; attributes from the configured row of the same
     // hostgroup, else of the same server in another hostgroup. Configured servers the pool
     // does not run (moved out) are left out, as ProxySQL shows them.
     let configured = std::mem::take(&mut tables.mysql_servers);
-    let mut live = Vec::with_capacity(snap.connection_pool.len());
+    let mut live_rows = Vec::with_capacity(snap.connection_pool.len());
     for p in &snap.connection_pool {
         let same = |s: &&weir_config::ServerRow| s.hostname == p.srv_host && s.port == p.srv_port;
         let row = configured
@@ -223,6 +229,10 @@ pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
         let Some(row) = row else { continue };
         let mut row = row.clone();
         row.hostgroup_id = p.hostgroup;
+        if !live {
+            live_rows.push(row);
+            continue;
+        }
         // The admin tables' status column takes the four statuses: a lag shun is SHUNNED.
         let status = match p.status.as_str() {
             "SHUNNED_REPLICATION_LAG" => Ok(ServerStatus::Shunned),
@@ -231,9 +241,9 @@ pub(crate) fn live_statuses(tables: &mut ConfigTables, snap: &Snapshot) {
         if let Ok(status) = status {
             row.status = status;
         }
-        live.push(row);
+        live_rows.push(row);
     }
-    tables.mysql_servers = live;
+    tables.mysql_servers = live_rows;
 }
 
 /// `0x` + 16 upper-case hex digits, as ProxySQL shows digests.

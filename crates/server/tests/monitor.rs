@@ -304,6 +304,36 @@ async fn promoting_a_replica_by_read_only_moves_writes() {
     assert_eq!(runtime[0]["port"], replica.port.to_string());
     let configured = table(&w, "SELECT port FROM mysql_servers WHERE hostgroup_id = 0");
     assert_eq!(configured[0]["port"], primary.port.to_string());
+    // SAVE MYSQL SERVERS FROM RUNTIME keeps that placement (so that SAVE ... TO DISK
+    // persists the topology after a failover), with the configured statuses.
+    admin(&w, "SAVE MYSQL SERVERS FROM RUNTIME");
+    let saved = table(
+        &w,
+        "SELECT hostgroup_id, port, status FROM mysql_servers ORDER BY hostgroup_id, port",
+    );
+    let placed: Vec<(String, String, String)> = saved
+        .iter()
+        .map(|r| {
+            (
+                r["hostgroup_id"].clone(),
+                r["port"].clone(),
+                r["status"].clone(),
+            )
+        })
+        .collect();
+    let mut readers: Vec<u16> = vec![primary.port, topo().replicas[1].port];
+    readers.sort();
+    let mut expected = vec![(
+        "0".to_string(),
+        replica.port.to_string(),
+        "ONLINE".to_string(),
+    )];
+    expected.extend(
+        readers
+            .iter()
+            .map(|p| ("1".to_string(), p.to_string(), "ONLINE".to_string())),
+    );
+    assert_eq!(placed, expected);
     // Back as it was.
     primary.exec("SET GLOBAL read_only = 0").unwrap();
     replica.exec("SET GLOBAL read_only = 1").unwrap();

@@ -2231,7 +2231,7 @@ fn a_cursor_read_to_the_end_lets_the_connection_go() {
     p.extend_from_slice(&stmt);
     p.push(1); // CURSOR_TYPE_READ_ONLY
     p.extend_from_slice(&1u32.to_le_bytes());
-    let r = a.command(&p, Expect::ResultSets);
+    let r = a.command(&p, Expect::CursorResultSets);
     assert_eq!(r.len(), 3, "{r:?}");
     let mut fetch = vec![0x1c];
     fetch.extend_from_slice(&stmt);
@@ -2251,7 +2251,7 @@ fn a_cursor_read_to_the_end_lets_the_connection_go() {
     // As on the server: the cursor is gone, and the statement opens another.
     let r = a.command(&fetch, Expect::Fetch);
     assert_eq!(err_code(&r[0]), Some(1421), "{r:?}");
-    let r = a.command(&p, Expect::ResultSets);
+    let r = a.command(&p, Expect::CursorResultSets);
     assert_eq!(r.len(), 3, "{r:?}");
     let r = a.command(&fetch, Expect::Fetch);
     assert_eq!(r.len(), 6, "{r:?}");
@@ -3800,7 +3800,12 @@ fn cursors_and_long_data_run(port: u16) -> Vec<String> {
                 p.extend_from_slice(v);
             }
         }
-        canon(c.command(&p, Expect::ResultSets))
+        let expect = if cursor {
+            Expect::CursorResultSets
+        } else {
+            Expect::ResultSets
+        };
+        canon(c.command(&p, expect))
     };
     let fetch = |c: &mut RawClient, stmt: [u8; 4], rows: u32| {
         let mut p = vec![0x1c];

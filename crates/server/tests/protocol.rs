@@ -255,7 +255,7 @@ fn prepared_statement_long_data_cursor_fetch_reset() {
     p.extend_from_slice(&stmt);
     p.push(1); // CURSOR_TYPE_READ_ONLY
     p.extend_from_slice(&1u32.to_le_bytes());
-    let r = c.command(&p, Expect::ResultSets);
+    let r = c.command(&p, Expect::CursorResultSets);
     assert_eq!(
         r.len(),
         3,
@@ -291,7 +291,7 @@ fn prepared_statement_long_data_cursor_fetch_reset() {
     p.extend_from_slice(&failing);
     p.push(1); // CURSOR_TYPE_READ_ONLY
     p.extend_from_slice(&1u32.to_le_bytes());
-    let r = c.command(&p, Expect::ResultSets);
+    let r = c.command(&p, Expect::CursorResultSets);
     let last = r.last().map(|p| err_code(p));
     assert_eq!(last, Some(Some(1242)), "{r:?}");
     let r = c.query("SELECT 5");
@@ -1105,4 +1105,32 @@ fn a_session_keeps_a_bounded_number_of_prepared_statements() {
         Some("42"),
         "{r:?}"
     );
+}
+
+/// The replies whose definitions end the reply (a prepare's parameters and columns, a field
+/// list) reach a CLIENT_DEPRECATE_EOF client as the server sends them: no end-of-rows OK where
+/// no rows come (MariaDB Connector/J fails on one).
+#[test]
+fn definitions_that_end_a_reply_are_the_servers_for_deprecate_eof_clients() {
+    let run = |port: u16| {
+        let (mut c, ok) = RawClient::login_caps(
+            port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+            weir_wire::cap::DEPRECATE_EOF,
+        );
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let mut seen = Vec::new();
+        for sql in ["SELECT ?, 1", "SELECT 1", "DO ?"] {
+            c.send(&[b"\x16", sql.as_bytes()].concat());
+            seen.push(packets_until_quiet(&mut c));
+        }
+        c.query("CREATE TABLE IF NOT EXISTS weirtest.fl_deof (a INT, b INT)");
+        c.send(b"\x04fl_deof\0");
+        seen.push(packets_until_quiet(&mut c));
+        seen
+    };
+    let direct = run(common::topo().primary.port);
+    assert_eq!(run(common::weir().port), direct);
 }

@@ -618,7 +618,7 @@ impl Relay<'_> {
                     self.stage(flush_from, pos);
                     pos += 4 + h.len;
                     flush_from = pos;
-                    if self.tracker.is_done() {
+                    if self.tracker.cursor_opened() {
                         // The end of metadata must still be signalled when a cursor opened
                         // (the flag alone may be a stored procedure's cursor, rows following).
                         self.stage_ok_eof(0, st);

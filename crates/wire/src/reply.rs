@@ -116,6 +116,7 @@ pub struct ReplyTracker {
     state: State,
     continuation: bool,
     last_status: Option<u16>,
+    cursor_opened: bool,
 }
 
 impl ReplyTracker {
@@ -126,7 +127,14 @@ impl ReplyTracker {
             state: State::Start,
             continuation: false,
             last_status: None,
+            cursor_opened: false,
         }
+    }
+
+    /// Whether the reply ended after a result set's definitions because the execution opened
+    /// a cursor (its rows come through COM_STMT_FETCH).
+    pub fn cursor_opened(&self) -> bool {
+        self.cursor_opened
     }
 
     /// Whether the next packet is in a result set's rows (and not a further frame of a big
@@ -202,9 +210,9 @@ impl ReplyTracker {
                 let (_, status) = parse_eof(head)?;
                 self.last_status = Some(status);
                 // A read-only cursor was opened: rows come later through COM_STMT_FETCH.
-                self.state = if status & status::CURSOR_EXISTS != 0
-                    && self.expect == Expect::CursorResultSets
-                {
+                self.cursor_opened =
+                    status & status::CURSOR_EXISTS != 0 && self.expect == Expect::CursorResultSets;
+                self.state = if self.cursor_opened {
                     State::Done
                 } else {
                     State::Rows

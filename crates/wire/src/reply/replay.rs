@@ -43,7 +43,7 @@ pub fn replay(
         let head = &payload[..h.len.min(CLASSIFY_BYTES)];
         match tracker.feed(h.len, head)? {
             Role::DefinitionsEof { status } if deprecate_eof => {
-                if tracker.is_done() {
+                if tracker.cursor_opened() {
                     write_end_of_rows(out, seq, client_caps, status, 0);
                     seq = seq.wrapping_add(1);
                 }
