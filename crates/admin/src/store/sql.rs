@@ -264,7 +264,9 @@ impl Store {
                 "SELECT name AS Field, type AS Type, \
                  CASE WHEN \"notnull\" = 1 OR pk > 0 THEN 'NO' ELSE 'YES' END AS \"Null\", \
                  CASE WHEN pk > 0 THEN 'PRI' ELSE '' END AS \"Key\", \
-                 dflt_value AS \"Default\", '' AS Extra \
+                 CASE WHEN dflt_value LIKE '''%''' \
+                 THEN replace(substr(dflt_value, 2, length(dflt_value) - 2), '''''', '''') \
+                 ELSE dflt_value END AS \"Default\", '' AS Extra \
                  FROM pragma_table_info(?1, ?2) ORDER BY cid",
                 &[table, schema],
             )
