@@ -153,6 +153,10 @@ pub struct BackendConn {
     pub multi_statements: bool,
     /// Status flags of the last reply.
     pub status: u16,
+    /// Whether a transaction may be open that no reply reported: a statement failed with
+    /// autocommit off (it may have opened one, and an ERR carries no status flags). The next
+    /// reply with status flags says.
+    pub transaction_assumed: bool,
     /// Whether a READ ONLY transaction ever ran here: MariaDB may keep the session read-only
     /// after it ends by `SET autocommit = 1`, so the connection is not reused by another
     /// client.
@@ -307,6 +311,7 @@ impl BackendConn {
             ignore_space: false,
             multi_statements: false,
             status: 0,
+            transaction_assumed: false,
             read_only_trx_seen: false,
             created: Instant::now(),
             last_used: Instant::now(),
@@ -660,6 +665,7 @@ impl BackendConn {
     /// Records the status flags of a reply.
     pub fn set_status(&mut self, status: u16) {
         self.status = status;
+        self.transaction_assumed = false;
         self.read_only_trx_seen |= status & weir_wire::status::IN_TRANS_READONLY != 0;
     }
 
@@ -668,9 +674,10 @@ impl BackendConn {
         !self.in_transaction() && !self.read_only_trx_seen
     }
 
-    /// Whether the last reply left a transaction open.
+    /// Whether the last reply left a transaction open, or may have (see
+    /// [`BackendConn::transaction_assumed`]).
     pub fn in_transaction(&self) -> bool {
-        self.status & weir_wire::status::IN_TRANS != 0
+        self.status & weir_wire::status::IN_TRANS != 0 || self.transaction_assumed
     }
 
     /// Closes the connection politely (COM_QUIT), ignoring errors.

@@ -1134,3 +1134,23 @@ fn definitions_that_end_a_reply_are_the_servers_for_deprecate_eof_clients() {
     let direct = run(common::topo().primary.port);
     assert_eq!(run(common::weir().port), direct);
 }
+
+/// With autocommit off, a statement that fails before touching anything opens no transaction
+/// on the server: weir's own OKs after it (COM_PING) say so too, though weir keeps the
+/// connection with the session until a reply tells (an ERR carries no status flags).
+#[test]
+fn a_failed_statement_with_autocommit_off_reports_no_transaction() {
+    let run = |port: u16| {
+        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(ok[0], 0, "{ok:?}");
+        c.query("SET autocommit = 0");
+        let r = c.query("SELECT * FROM weirtest.no_such_table_here");
+        assert_eq!(err_code(&r[0]), Some(1146), "{r:?}");
+        let ping = c.command(&[0x0e], Expect::Status);
+        let ok = weir_wire::msg::OkInfo::parse(&ping[0]).unwrap();
+        c.query("ROLLBACK");
+        ok.status & (weir_wire::status::IN_TRANS | weir_wire::status::AUTOCOMMIT)
+    };
+    let direct = run(common::topo().primary.port);
+    assert_eq!(run(common::weir().port), direct);
+}

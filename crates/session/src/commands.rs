@@ -720,11 +720,12 @@ impl Session {
     ) {
         let succeeded = outcome.error.is_none();
         if !succeeded && !self.autocommit() {
-            // With autocommit off even a failing statement opens a transaction (and may hold
+            // With autocommit off even a failing statement may open a transaction (and hold
             // locks), and an ERR carries no status flags: the connection stays with the
-            // session until a reply says the transaction ended.
+            // session until a reply says whether one is open. Clients are not told one is
+            // (weir's own OKs carry the server's last flags).
             if let Some(b) = self.backend.as_mut() {
-                b.conn().status |= status::IN_TRANS;
+                b.conn().transaction_assumed = true;
             }
         }
         if succeeded && !self.effects.statement_scoped_set {

@@ -1091,7 +1091,7 @@ impl Session {
             || self
                 .backend
                 .as_ref()
-                .is_some_and(|b| b.conn_ref().status & status::IN_TRANS != 0)
+                .is_some_and(|b| b.conn_ref().in_transaction())
     }
 }
 
