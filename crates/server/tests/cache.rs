@@ -587,6 +587,44 @@ async fn misses_with_no_server_wait_once() {
     }
 }
 
+/// A session waiting for another session's fill of the same key is stopped by KILL QUERY
+/// (1317 at once, as for a statement waiting for a connection) and by KILL (1927, and the
+/// session ends), instead of waiting out the filler's statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_stops_a_session_waiting_for_another_ones_fill() {
+    let w = weir_caching("kill_waiter", 60_000);
+    for (kill, code) in [("KILL QUERY", 1317), ("KILL", 1927)] {
+        let mut filler = connect(&w).await;
+        let mut waiter = connect(&w).await;
+        let mut killer = connect(&w).await;
+        let waiter_id = waiter.id();
+        let sql = format!("SELECT SLEEP(3), 'kill_waiter', '{kill}'");
+        let fill = tokio::spawn(async move {
+            let _: Option<(u8, String, String)> = filler.query_first(sql).await.unwrap();
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sql = format!("SELECT SLEEP(3), 'kill_waiter', '{kill}'");
+        let started = std::time::Instant::now();
+        let wait = tokio::spawn(async move {
+            let r: Result<Option<(u8, String, String)>, _> = waiter.query_first(sql).await;
+            (r.map(|_| ()), started.elapsed())
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        killer
+            .query_drop(format!("{kill} {waiter_id}"))
+            .await
+            .unwrap();
+        let (r, took) = wait.await.unwrap();
+        let e = r.unwrap_err();
+        assert!(e.to_string().contains(&code.to_string()), "{kill}: {e}");
+        assert!(
+            took < Duration::from_millis(2000),
+            "{kill}: answered after {took:?}"
+        );
+        fill.await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_is_bounded_and_flush_empties() {
     let rows: Vec<String> = (1..=3000)

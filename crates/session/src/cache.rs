@@ -270,7 +270,9 @@ impl Session {
             .decision
             .destination_hostgroup
             .unwrap_or(self.user.default_hostgroup);
-        let lookup = self.coalesced(&cache, hostgroup, wait).await;
+        let Some(lookup) = self.coalesced(&cache, hostgroup, wait, seq).await? else {
+            return Ok(None);
+        };
         let r = match lookup {
             Lookup::Hit(reply) => match self.send_cached(&reply, seq).await? {
                 Some(o) => Ok(Some(o)),
@@ -291,18 +293,28 @@ impl Session {
     /// [`weir_cache::QueryCache::wait_or_fill`] while `hostgroup` has an ONLINE server. With
     /// none, every session runs the statement itself: each then waits for a server once (up
     /// to connect_timeout_server_max), where a waiter would wait for the filler's attempt and
-    /// then for its own.
+    /// then for its own. A KILL or KILL QUERY of the session ends a wait for another
+    /// session's fill as it ends a wait for a connection: the client is answered (1317, or
+    /// 1927 and the session ends) and `None` returned.
     pub(crate) async fn coalesced<'c>(
-        &self,
+        &mut self,
         cache: &'c weir_cache::QueryCache,
         hostgroup: u32,
         wait: Duration,
-    ) -> Lookup<'c> {
-        if self.shared.pool.has_usable(hostgroup) {
-            cache.wait_or_fill(&self.cache_key, wait).await
-        } else {
-            Lookup::Bypass
+        seq: u8,
+    ) -> Result<Option<Lookup<'c>>, ClientError> {
+        if !self.shared.pool.has_usable(hostgroup) {
+            return Ok(Some(Lookup::Bypass));
         }
+        // Biased: a hit or a fill to make is taken without registering kill waiters.
+        tokio::select! {
+            biased;
+            l = cache.wait_or_fill(&self.cache_key, wait) => return Ok(Some(l)),
+            _ = self.handle.kill.cancelled() => {}
+            () = self.handle.query_killed() => {}
+        }
+        self.answer_early_kill(seq, None).await?;
+        Ok(None)
     }
 
     async fn run_query(

@@ -614,7 +614,9 @@ impl Session {
             None => self.execute_limits(id).timeout,
         };
         let hostgroup = self.prepared.get(&id).map_or(0, |p| p.hostgroup);
-        let lookup = self.coalesced(&cache, hostgroup, wait).await;
+        let Some(lookup) = self.coalesced(&cache, hostgroup, wait, seq).await? else {
+            return Ok(None);
+        };
         let r = match lookup {
             weir_cache::Lookup::Hit(reply) => match self.send_cached(&reply, seq).await? {
                 Some(o) => Ok(Some(o)),
