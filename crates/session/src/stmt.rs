@@ -488,14 +488,18 @@ impl Session {
             self.client.send_err(seq, &e).await?;
             return Ok(Flow::Continue);
         }
-        if std::mem::take(&mut p.long_data_overflow) {
+        if p.long_data_overflow {
+            // The server's error (not 08S01, which pools take for a dead connection), and as
+            // on the server it lasts until COM_STMT_RESET.
             p.long_data.clear();
             let max = self.shared.runtime.load().mysql.max_allowed_packet;
             let e = ErrInfo::new(
-                errcode::ER_NET_PACKET_TOO_LARGE,
-                "08S01",
+                errcode::ER_UNKNOWN_ERROR,
+                "HY000",
                 format!(
-                    "Parameter data sent with COM_STMT_SEND_LONG_DATA is bigger than 'max_allowed_packet' ({max} bytes): the statement was not executed"
+                    "Parameter of prepared statement which is set through mysql_send_long_data() \
+                     is longer than 'max_allowed_packet' bytes (weir's mysql-max_allowed_packet, \
+                     {max} bytes, bounds all the long data a client connection holds)"
                 ),
             );
             self.client.send_err(seq, &e).await?;

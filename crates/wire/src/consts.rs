@@ -157,6 +157,9 @@ pub mod errcode {
     pub const ER_NO_SUCH_THREAD: u16 = 1094;
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
+    /// The server's code for errors without one of their own (long data over
+    /// max_allowed_packet, among others).
+    pub const ER_UNKNOWN_ERROR: u16 = 1105;
     /// More prepared statements than max_prepared_stmt_count.
     pub const ER_MAX_PREPARED_STMT_COUNT_REACHED: u16 = 1461;
     /// Incorrect arguments (a prepared statement's long data for a parameter it lacks).
