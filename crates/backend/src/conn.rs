@@ -30,8 +30,9 @@ pub const BACKEND_BASE_CAPS: u32 = cap::LONG_PASSWORD
     | cap::CONNECT_ATTRS;
 
 /// Client capabilities that change what the server does, so a pooled connection may only serve
-/// clients that negotiated the same ones, except those in [`crate::adapted_caps`] and those
-/// its server ignores ([`crate::caps_ignored_by`]).
+/// clients that negotiated the same ones, except those in [`crate::adapted_caps`].
+/// CLIENT_PS_MULTI_RESULTS is one on MariaDB too: without it, a prepared CALL's OUT
+/// parameters are not sent (the Go driver never asks for it).
 pub const CORRECTNESS_CAPS: u32 = cap::FOUND_ROWS
     | cap::LOCAL_FILES
     | cap::MULTI_RESULTS
@@ -136,9 +137,6 @@ pub struct BackendConn {
     /// Negotiated MariaDB extended capabilities (the column definitions of a connection
     /// with extended metadata carry one more field).
     pub mariadb_capabilities: u32,
-    /// Client capabilities its server does not act on ([`crate::caps_ignored_by`] its
-    /// version): a connection serves clients that differ from its own in these.
-    pub ignored_caps: u32,
     /// Schema in use, as far as weir knows.
     pub schema: Option<String>,
     /// The collation its charset variables start from when [`BackendConn::vars`] holds none:
@@ -305,7 +303,6 @@ impl BackendConn {
             server_version: String::new(),
             capabilities: 0,
             mariadb_capabilities: 0,
-            ignored_caps: 0,
             schema: None,
             collation: params.collation,
             ignore_space: false,
@@ -330,7 +327,6 @@ impl BackendConn {
         let g = Greeting::parse(&greeting)?;
         conn.connection_id = g.connection_id;
         conn.server_version = g.server_version.clone();
-        conn.ignored_caps = crate::caps_ignored_by(&g.server_version);
         crate::note_server_version(&g.server_version);
         crate::note_mariadb_capabilities(g.mariadb_capabilities);
         if params.mariadb_capabilities & !g.mariadb_capabilities != 0 {

@@ -37,15 +37,6 @@ pub fn adapted_caps() -> u32 {
     cap::SESSION_TRACK | cap::LOCAL_FILES
 }
 
-/// Client capabilities a server of `version` does not act on, so that its connections serve
-/// clients with and without them alike. Per server, not per hostgroup. None today:
-/// CLIENT_PS_MULTI_RESULTS, the candidate, is acted on by MariaDB too (without it, a prepared
-/// CALL's OUT parameters are not sent: a connection opened with it would hand a client
-/// without it a result set it does not expect, and the Go driver never asks for it).
-pub fn caps_ignored_by(_version: &str) -> u32 {
-    0
-}
-
 /// The capabilities of a client that a pooled connection must have been opened with to serve
 /// it: [`CORRECTNESS_CAPS`] less [`adapted_caps`].
 pub fn pool_key_capabilities(client_caps: u32) -> u32 {

@@ -57,10 +57,9 @@ pub struct LoginTemplate {
 }
 
 impl PoolKey {
-    /// Whether a connection pooled under `self`, whose server ignores `ignored`
-    /// (`BackendConn::ignored_caps`), may serve a checkout of `want`.
-    pub fn serves(&self, want: &PoolKey, ignored: u32) -> bool {
-        (self.capabilities ^ want.capabilities) & !ignored == 0
+    /// Whether a connection pooled under `self` may serve a checkout of `want`.
+    pub fn serves(&self, want: &PoolKey) -> bool {
+        self.capabilities == want.capabilities
             && self.mariadb_capabilities == want.mariadb_capabilities
             && self.username == want.username
     }
@@ -933,9 +932,6 @@ async fn open_connection(
     reuse: bool,
     settings: &PoolSettings,
 ) -> Opened {
-    // What the server ignored at the last connect: asked for, so that the connection serves
-    // clients with and without them.
-    let server_hint = server.ignored_caps();
     let params = ConnectParams {
         endpoint: server.endpoint().clone(),
         username: login.key.username.to_string(),
@@ -947,7 +943,7 @@ async fn open_connection(
         capabilities: login.key.capabilities
             | login.session_capabilities()
             | if reuse {
-                weir_backend::adapted_caps() | server_hint
+                weir_backend::adapted_caps()
             } else {
                 0
             },
@@ -958,21 +954,6 @@ async fn open_connection(
         Ok(conn) => Box::new(conn),
         Err(e) => return Opened::Failed(e),
     };
-    server.note_version(&conn.server_version);
-    let hinted = if reuse { server_hint } else { 0 };
-    if hinted & !login.key.capabilities & !conn.ignored_caps != 0 {
-        // Asked for capabilities the client lacks on the word of an earlier connect, and
-        // this server acts on them (it changed flavor: a failover to another product): not
-        // a connection for this client. Once more without them.
-        drop(conn);
-        let mut params = params.clone();
-        params.capabilities &= !(hinted & !login.key.capabilities);
-        conn = match BackendConn::connect(&params).await {
-            Ok(conn) => Box::new(conn),
-            Err(e) => return Opened::Failed(e),
-        };
-        server.note_version(&conn.server_version);
-    }
     if let Some(sql) = &settings.init_connect {
         // Bounded as the connect is: a statement that blocks (a lock) must not hold the
         // checkout past every deadline.

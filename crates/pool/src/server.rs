@@ -188,10 +188,6 @@ pub struct ServerState {
     return_waiters: AtomicU32,
     /// Notified when a connection goes back to the idle list while statements wait for one.
     returned: tokio::sync::Notify,
-    /// Client capabilities the server does not act on (`weir_backend::caps_ignored_by` its
-    /// version, learned at each connect; none until the first): keys that differ only in
-    /// them share its connections.
-    ignored_caps: AtomicU32,
     /// The pool's counters since start, which this server's are added to when it goes (and
     /// its reset ones when stats_mysql_connection_pool_reset zeroes them).
     lifetime: Arc<crate::Totals>,
@@ -294,7 +290,6 @@ impl ServerState {
             any_user_full: AtomicBool::new(false),
             recent_errors: Mutex::new((0, 0)),
             key_use: Default::default(),
-            ignored_caps: AtomicU32::new(0),
             return_waiters: AtomicU32::new(0),
             returned: tokio::sync::Notify::new(),
             lifetime,
@@ -586,32 +581,17 @@ impl ServerState {
         use std::hash::BuildHasher;
         // Computed at every checkout: a fast fixed hash (SipHash took ~180 instructions here),
         // fixed so that every thread puts a key in the same bucket.
-        let capabilities = key.capabilities & !self.ignored_caps.load(Ordering::Relaxed);
         let hash = foldhash::fast::FixedState::default().hash_one((
             &*key.username,
-            capabilities,
+            key.capabilities,
             key.mariadb_capabilities,
         ));
         (hash % KEY_BUCKETS as u64) as usize
     }
 
-    /// Client capabilities the server did not act on at the last connect, which a pooled
-    /// connection asks for.
-    pub fn ignored_caps(&self) -> u32 {
-        self.ignored_caps.load(Ordering::Relaxed)
-    }
-
     /// What counts the pool's connections when they close.
     pub(crate) fn closed_counter(&self) -> Arc<AtomicU64> {
         self.lifetime.closed.clone()
-    }
-
-    /// A connection to the server announced `version`.
-    pub(crate) fn note_version(&self, version: &str) {
-        let ignored = weir_backend::caps_ignored_by(version);
-        if self.ignored_caps.load(Ordering::Relaxed) != ignored {
-            self.ignored_caps.store(ignored, Ordering::Relaxed);
-        }
     }
 
     /// An idle connection for `login`'s key: one that starts in the login's collation and
@@ -633,7 +613,7 @@ impl ServerState {
             for k in 0..n {
                 let mut idle = self.idle[(own + k) % n].lock();
                 let found = idle.iter().rposition(|i| {
-                    i.key.serves(&login.key, i.conn.ignored_caps)
+                    i.key.serves(&login.key)
                         && match pass {
                             0 => {
                                 i.conn.collation == login.collation
@@ -743,7 +723,7 @@ impl ServerState {
         // As `take_idle` chooses.
         let usable = |i: &Idle| {
             reuse
-                && i.key.serves(&login.key, i.conn.ignored_caps)
+                && i.key.serves(&login.key)
                 && (i.conn.collation == login.collation
                     || (portable(login.collation) && portable(i.conn.collation)))
         };

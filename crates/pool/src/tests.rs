@@ -146,19 +146,12 @@ async fn full_servers_hand_slots_to_waiters_in_order() {
     s.release_slot();
 }
 
-/// CLIENT_PS_MULTI_RESULTS splits the pool of MySQL and MariaDB servers alike (a connection
-/// opened with it hands a prepared CALL's OUT parameters to a client that does not expect
-/// them): no server version makes it ignored.
+/// A pooled connection serves only clients of its user and protocol options:
+/// CLIENT_PS_MULTI_RESULTS splits the pool (without it, MariaDB and MySQL alike send no OUT
+/// parameters for a prepared CALL), and so do the others of the key.
 #[test]
-fn ps_multi_results_splits_the_pool_on_any_server() {
+fn pool_keys_split_by_user_and_protocol_options() {
     use weir_wire::cap;
-    let pool = Pool::default();
-    pool.apply_servers(&[
-        spec(0, "mysql", 1, ServerStatus::Online),
-        spec(0, "mariadb", 1, ServerStatus::Online),
-    ]);
-    let servers = pool.servers();
-    let (mysql, mariadb) = (&servers[0], &servers[1]);
     let with = PoolKey {
         username: "u".into(),
         capabilities: cap::MULTI_RESULTS | cap::PS_MULTI_RESULTS,
@@ -172,25 +165,12 @@ fn ps_multi_results_splits_the_pool_on_any_server() {
         capabilities: with.capabilities | cap::FOUND_ROWS,
         ..with.clone()
     };
-    for s in [mysql, mariadb] {
-        assert_eq!(s.ignored_caps(), 0, "flavor unknown yet");
-    }
-    mysql.note_version("8.0.36");
-    mariadb.note_version("5.5.5-10.11.6-MariaDB-0+deb12u1");
-    assert_eq!(mysql.ignored_caps(), 0);
-    assert_eq!(mariadb.ignored_caps(), 0);
-    let on_mysql = weir_backend::caps_ignored_by("8.0.36");
-    let on_mariadb = weir_backend::caps_ignored_by("5.5.5-10.11.6-MariaDB-0+deb12u1");
-    for ignored in [on_mysql, on_mariadb] {
-        assert!(!with.serves(&without, ignored));
-        assert!(!without.serves(&with, ignored));
-    }
-    // Other capabilities, and other users, still split it.
-    assert!(!with.serves(&found_rows, on_mariadb));
     let other_user = PoolKey {
         username: "v".into(),
         ..with.clone()
     };
-    assert!(!with.serves(&other_user, on_mariadb));
-    assert!(with.serves(&with.clone(), on_mysql));
+    assert!(with.serves(&with.clone()));
+    for other in [&without, &found_rows, &other_user] {
+        assert!(!with.serves(other) && !other.serves(&with), "{other:?}");
+    }
 }

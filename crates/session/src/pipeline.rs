@@ -119,8 +119,6 @@ struct Pipe {
     /// that join; empty when a text query opened the pipe. Nothing is prepared or closed on
     /// a connection while its pipe lives: only executions of statements it has join.
     stmts: Vec<(u64, u32)>,
-    /// The connection's `ignored_caps`: sessions whose keys differ only in those join.
-    ignored_caps: u32,
 }
 
 thread_local! {
@@ -185,7 +183,7 @@ impl Pipe {
             && self.in_flight < self.max_in_flight
             && self.hostgroup == s.hostgroup
             && (Arc::ptr_eq(&self.login, &s.login)
-                || (self.login.key.serves(&s.login.key, self.ignored_caps)
+                || (self.login.key.serves(&s.login.key)
                     && self.login.collation == s.login.collation
                     && self.login.ignore_space == s.login.ignore_space
                     && self.login.multi_statements == s.login.multi_statements))
@@ -359,23 +357,20 @@ impl Session {
         {
             return Opened::No;
         }
-        let Some((writer, server, stmts, kill_queries, ignored_caps)) =
-            self.backend.as_ref().and_then(|b| {
-                let w = b.conn_ref().stream.writer().ok()?;
-                let stmts = if with_stmts {
-                    b.conn_ref().stmts.ids().collect()
-                } else {
-                    Vec::new()
-                };
-                Some((
-                    w,
-                    b.server().clone(),
-                    stmts,
-                    b.conn_ref().kill_queries.clone(),
-                    b.conn_ref().ignored_caps,
-                ))
-            })
-        else {
+        let Some((writer, server, stmts, kill_queries)) = self.backend.as_ref().and_then(|b| {
+            let w = b.conn_ref().stream.writer().ok()?;
+            let stmts = if with_stmts {
+                b.conn_ref().stmts.ids().collect()
+            } else {
+                Vec::new()
+            };
+            Some((
+                w,
+                b.server().clone(),
+                stmts,
+                b.conn_ref().kill_queries.clone(),
+            ))
+        }) else {
             return Opened::No;
         };
         let kills_at_write = kill_queries.load(Ordering::Relaxed);
@@ -410,7 +405,6 @@ impl Session {
                 left_waiting: Vec::new(),
                 kill_queries,
                 stmts,
-                ignored_caps,
             })
         });
         self.pipe = Some(PipeGuard { id, kills_at_write });
