@@ -12,7 +12,7 @@ use common::admin::{admin, start, table, value};
 use common::{opts_for, topo};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Value};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use weir_testkit::{WeirProcess, WEIR_PASS, WEIR_USER};
 
 /// A weir whose primary (hostgroup 0) takes at most `max` connections from it.
@@ -3891,4 +3891,109 @@ fn cursors_and_long_data_of_shared_statements_behave_as_on_the_server() {
     );
     let through_weir = cursors_and_long_data_run(w.port);
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(30));
+}
+
+/// The execution of `stmt` (parameter 1) and how long it took, bounded: a prepare that waits
+/// for a lock would otherwise wait until the end of the test.
+async fn timed_execution(
+    x: &mut Conn,
+    stmt: &mysql_async::Statement,
+) -> (Result<Option<i64>, mysql_async::Error>, Duration) {
+    let t = Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(20), x.exec_first(stmt, (1,)))
+        .await
+        .expect("the execution waited for the lock");
+    (r, t.elapsed())
+}
+
+/// A statement prepared again at its execution, on a connection it was evicted from, waits
+/// there for a metadata lock (an ALTER TABLE queued behind a transaction): KILL QUERY and the
+/// statement timeout stop that prepare as they stop the execution, and the client's session
+/// goes on. Before, the client waited for the lock, however long.
+#[tokio::test]
+async fn a_prepare_waiting_for_a_lock_at_execution_stops_at_kill_query_and_timeout() {
+    let w = start_with_max(
+        1,
+        "max_stmts_per_connection = 1\ndefault_query_timeout = 4000",
+    );
+    let p = &topo().primary;
+    p.exec("DROP TABLE IF EXISTS weirtest.mdl_wait").unwrap();
+    p.exec("CREATE TABLE weirtest.mdl_wait (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    p.exec("INSERT INTO weirtest.mdl_wait VALUES (1, 10)")
+        .unwrap();
+    let mut x = connect(&w, Some("weirtest")).await;
+    let x_id = x.id();
+    let stmt = x.prep("SELECT v FROM mdl_wait WHERE id = ?").await.unwrap();
+    // The only connection keeps one statement: this one evicts the first.
+    let other = x.prep("SELECT 2").await.unwrap();
+    let v: Option<i64> = x.exec_first(&other, ()).await.unwrap();
+    assert_eq!(v, Some(2));
+
+    let direct = || {
+        Conn::new(opts_for(
+            topo().primary.port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weirtest"),
+        ))
+    };
+    let mut holder = direct().await.unwrap();
+    holder.query_drop("BEGIN").await.unwrap();
+    holder.query_drop("SELECT * FROM mdl_wait").await.unwrap();
+    let alter = tokio::spawn(async move {
+        let mut a = direct().await.unwrap();
+        a.query_drop("ALTER TABLE mdl_wait ADD COLUMN c INT").await
+    });
+    // The ALTER now waits for the transaction; new readers of the table queue behind it.
+    let mut waiting = false;
+    for _ in 0..50 {
+        let rows = primary(
+            "SELECT COUNT(*) FROM information_schema.processlist \
+             WHERE state = 'Waiting for table metadata lock' AND info LIKE 'ALTER TABLE mdl_wait%'",
+        );
+        if rows[0][0] == "1" {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(waiting, "the ALTER did not queue for the lock");
+
+    // 1. Another client's KILL QUERY.
+    let port = w.port;
+    // A raw client: it logs in without statements, which would wait for the one connection.
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        let (mut k, ok) = common::raw::RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let r = k.query(&format!("KILL QUERY {x_id}"));
+        assert_eq!(r[0][0], 0, "{r:?}");
+    });
+    let (r, took) = timed_execution(&mut x, &stmt).await;
+    killer.join().unwrap();
+    match r {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1317, "{e:?}"),
+        other => panic!("expected ERROR 1317, got {other:?}\n{}", w.stderr_tail(20)),
+    }
+    assert!(took < Duration::from_secs(3), "KILL QUERY took {took:?}");
+
+    // 2. The statement timeout (mysql-default_query_timeout, 4 s here).
+    let (r, took) = timed_execution(&mut x, &stmt).await;
+    match r {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1907, "{e:?}"),
+        other => panic!("expected ERROR 1907, got {other:?}\n{}", w.stderr_tail(20)),
+    }
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(8),
+        "timed out after {took:?}"
+    );
+
+    // The lock goes; the session and its statement work again.
+    holder.query_drop("COMMIT").await.unwrap();
+    alter.await.unwrap().unwrap();
+    let v: Option<i64> = x.exec_first(&stmt, (1,)).await.unwrap();
+    assert_eq!(v, Some(10));
+    x.disconnect().await.unwrap();
+    holder.disconnect().await.unwrap();
 }

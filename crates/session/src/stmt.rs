@@ -242,6 +242,16 @@ pub(crate) fn new_own_key() -> u64 {
 }
 
 /// How bringing a statement onto the held connection went.
+/// How a prepare under the statement's timeout ended.
+enum PrepareTimed {
+    /// In time.
+    Done(Result<weir_backend::PreparedInfo, BackendError>),
+    /// After the KILL QUERY the timeout sent; the connection is usable.
+    Stopped(Result<weir_backend::PreparedInfo, BackendError>),
+    /// Not even after the KILL QUERY (or it could not be sent), or the connection failed.
+    Stuck,
+}
+
 enum Ensure {
     /// Prepared there under this id.
     Ready(u32),
@@ -734,7 +744,7 @@ impl Session {
                     if self.acquire(seq).await?.is_none() {
                         return Ok(None);
                     }
-                    let server_id = match self.ensure_prepared(id, key, seq).await? {
+                    let server_id = match self.ensure_prepared(id, key, seq, &limits).await? {
                         Ensure::Ready(sid) => sid,
                         Ensure::Refused => return Ok(None),
                         Ensure::Lost(e) if retries > 0 && !self.tied() => {
@@ -873,8 +883,46 @@ impl Session {
         eligible.then_some(m.pipeline_depth)
     }
 
-    /// Prepares statement `id` on the held connection as `key` unless it already is.
-    async fn ensure_prepared(&mut self, id: u32, key: u64, seq: u8) -> Result<Ensure, ClientError> {
+    /// Prepares statement `id` on the held connection as `key` unless it already is. The
+    /// prepare is part of the execution: KILL, KILL QUERY and the statement's timeout stop it
+    /// as they would the execution (a prepare can wait long for a table's metadata lock).
+    async fn ensure_prepared(
+        &mut self,
+        id: u32,
+        key: u64,
+        seq: u8,
+        limits: &Limits,
+    ) -> Result<Ensure, ClientError> {
+        if let Some(sid) = self.backend.as_mut().and_then(|b| b.conn().stmts.get(key)) {
+            return Ok(Ensure::Ready(sid));
+        }
+        let server = self.backend.as_ref().map(|b| b.server().clone());
+        if !self.mark_running() {
+            // A KILL QUERY came for the execution before anything reached the server.
+            self.answer_early_kill(seq, server.as_deref()).await?;
+            self.release();
+            return Ok(Ensure::Refused);
+        }
+        let outcome = self.prepare_on_held(id, key, seq, limits).await;
+        self.clear_running();
+        match outcome? {
+            Ensure::Lost(_) if self.kill_requested() => {
+                // Its connection failed after a KILL: the execution is not run elsewhere.
+                self.answer_early_kill(seq, server.as_deref()).await?;
+                Ok(Ensure::Refused)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// [`Session::ensure_prepared`] once the prepare is published for KILL QUERY.
+    async fn prepare_on_held(
+        &mut self,
+        id: u32,
+        key: u64,
+        seq: u8,
+        limits: &Limits,
+    ) -> Result<Ensure, ClientError> {
         let Some(p) = self.prepared.get(&id) else {
             return Ok(Ensure::Refused);
         };
@@ -884,9 +932,6 @@ impl Session {
         let Some(b) = self.backend.as_mut() else {
             return Ok(Ensure::Refused);
         };
-        if let Some(sid) = b.conn().stmts.get(key) {
-            return Ok(Ensure::Ready(sid));
-        }
         let server = b.server().clone();
         // The statement resolves names in the schema it was prepared in.
         let conn = b.conn();
@@ -910,9 +955,29 @@ impl Session {
         if let Some(sw) = &switch {
             restored = self.run_held(&sw.there).await;
         }
+        let mut timed_out = false;
         if restored.is_ok() {
-            if let Some(b) = self.backend.as_mut() {
-                prepared = Some(b.conn().prepare(&global.text).await);
+            match self.prepare_timed(&global.text, limits).await {
+                PrepareTimed::Done(r) => prepared = Some(r),
+                PrepareTimed::Stopped(r) => {
+                    timed_out = true;
+                    prepared = Some(r);
+                }
+                PrepareTimed::Stuck => {
+                    // It did not end after the KILL QUERY: its connection is closed.
+                    let err = limits.timeout_error();
+                    self.log_error(Some(&server), err.code, &err.message);
+                    let tied = self.tied();
+                    self.drop_backend().await;
+                    self.report_failure(crate::exec::Failure {
+                        err,
+                        next_seq: seq,
+                        retryable: false,
+                        tied,
+                    })
+                    .await?;
+                    return Ok(Ensure::Refused);
+                }
             }
             if let Some(sw) = &switch {
                 restored = self.run_held(&sw.back).await;
@@ -937,6 +1002,15 @@ impl Session {
         };
         let info = match prepared {
             Ok(info) => info,
+            Err(BackendError::Server(_)) if timed_out => {
+                return self.prepare_timed_out(limits, &server, seq).await
+            }
+            Err(BackendError::Server(_)) if self.kill_requested() => {
+                // Stopped by KILL QUERY (or KILL): answered as an execution stopped there.
+                self.answer_early_kill(seq, Some(&server)).await?;
+                self.release();
+                return Ok(Ensure::Refused);
+            }
             Err(e) => return self.prepare_failed(e, &server, seq).await,
         };
         GlobalStats::inc(&self.shared.stats.com_backend_stmt_prepare);
@@ -951,7 +1025,67 @@ impl Session {
             self.drop_backend().await;
             return Ok(Ensure::Lost(e));
         }
+        if timed_out {
+            // Prepared just as the KILL QUERY came: kept, but the statement's time is up.
+            return self.prepare_timed_out(limits, &server, seq).await;
+        }
         Ok(Ensure::Ready(info.statement_id))
+    }
+
+    /// Whether a KILL QUERY (or KILL) came for the command.
+    fn kill_requested(&self) -> bool {
+        self.handle
+            .kill_query_requested
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Answers an execution whose prepare outlived the statement's timeout (the connection
+    /// is usable: the prepare ended).
+    async fn prepare_timed_out(
+        &mut self,
+        limits: &Limits,
+        server: &Arc<weir_pool::ServerState>,
+        seq: u8,
+    ) -> Result<Ensure, ClientError> {
+        let err = limits.timeout_error();
+        self.log_error(Some(server), err.code, &err.message);
+        self.client.send_err(seq, &err).await?;
+        self.release();
+        Ok(Ensure::Refused)
+    }
+
+    /// Prepares `text` on the held connection under `limits.timeout`, after which a KILL
+    /// QUERY stops it.
+    async fn prepare_timed(&mut self, text: &[u8], limits: &Limits) -> PrepareTimed {
+        let running = self.running_here();
+        let shared = self.shared.clone();
+        let Some(b) = self.backend.as_mut() else {
+            return PrepareTimed::Stuck;
+        };
+        let prepare = b.conn().prepare(text);
+        tokio::pin!(prepare);
+        tokio::select! {
+            biased;
+            r = &mut prepare => return PrepareTimed::Done(r),
+            () = tokio::time::sleep(limits.timeout) => {}
+        }
+        GlobalStats::inc(&shared.stats.query_timeouts);
+        tracing::info!(
+            session = self.handle.id,
+            "statement timeout while preparing it on a connection: KILL QUERY"
+        );
+        let delivered = match &running {
+            Some(r) => crate::exec::kill_on_backend(&shared, r, true).await,
+            None => false,
+        };
+        if !delivered {
+            return PrepareTimed::Stuck;
+        }
+        match tokio::time::timeout(crate::exec::KILL_GRACE, prepare).await {
+            Ok(Ok(info)) => PrepareTimed::Stopped(Ok(info)),
+            Ok(Err(e @ BackendError::Server(_))) => PrepareTimed::Stopped(Err(e)),
+            Ok(Err(_)) | Err(_) => PrepareTimed::Stuck,
+        }
     }
 
     async fn prepare_failed(
