@@ -355,3 +355,64 @@ async fn fast_forward_user_gets_one_backend_connection_of_its_own() {
     )
     .await;
 }
+
+/// A SELECT calling a stored function may write: when its backend connection is lost while
+/// it runs, it is not run again (before, weir took it for a plain SELECT and re-ran it, and
+/// the function's write happened twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_calling_a_stored_function_is_never_run_twice() {
+    let primary = &topo().primary;
+    primary
+        .exec("CREATE TABLE IF NOT EXISTS weirtest.side_log (id INT AUTO_INCREMENT PRIMARY KEY) ENGINE=MyISAM")
+        .unwrap();
+    primary.exec("DELETE FROM weirtest.side_log").unwrap();
+    // Over a connection of its own: the CLI would split the body at its `;`.
+    let mut direct = Conn::new(opts_for(
+        primary.port,
+        WEIR_USER,
+        WEIR_PASS,
+        Some("weirtest"),
+    ))
+    .await
+    .unwrap();
+    direct
+        .query_drop(
+            "CREATE OR REPLACE FUNCTION f_side() RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
+             BEGIN INSERT INTO side_log VALUES (NULL); DO SLEEP(3); RETURN 1; END",
+        )
+        .await
+        .unwrap();
+    direct.disconnect().await.unwrap();
+    let w = start("");
+    let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+        .await
+        .unwrap();
+    let running = tokio::spawn(async move {
+        let r = c.query_first::<i64, _>("SELECT f_side()").await;
+        (c, r)
+    });
+    let mut thread = String::new();
+    wait_until("the function to run", Duration::from_secs(10), || {
+        thread = primary
+            .query_value(
+                "SELECT COALESCE(MAX(ID), 0) FROM information_schema.PROCESSLIST \
+                 WHERE ID <> CONNECTION_ID() AND (INFO LIKE '%f_side%' OR INFO LIKE 'DO SLEEP(3)%')",
+            )
+            .unwrap();
+        thread != "0"
+    })
+    .await;
+    primary.exec(&format!("KILL {thread}")).unwrap();
+    let (mut c, r) = running.await.unwrap();
+    match r {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1158, "{e:?}"),
+        other => panic!("expected ERROR 1158, got {other:?}\n{}", w.stderr_tail(20)),
+    }
+    let writes = primary
+        .query_value("SELECT COUNT(*) FROM weirtest.side_log")
+        .unwrap();
+    assert_eq!(writes, "1", "the function's write ran twice");
+    assert_eq!(global(&w, "Query_retries"), 0);
+    let v: Option<i64> = c.query_first("SELECT 7").await.unwrap();
+    assert_eq!(v, Some(7));
+}

@@ -1333,13 +1333,14 @@ pub(crate) fn prepared_pins(scan: &weir_sql::QueryScan) -> u32 {
 
 /// Whether a statement with this text changes nothing, so that it may run again when its
 /// backend failed after it was sent: a lone plain SELECT (no locking read, no INTO, no lock
-/// function, no sequence advanced, nothing pinned).
+/// function, no sequence advanced, no function that may be a stored one, nothing pinned).
 pub(crate) fn repeatable(scan: &weir_sql::QueryScan) -> bool {
     scan.kind == weir_sql::StatementKind::Select
         && scan.statements == 1
         && !scan.locking_read
         && !scan.into
         && !scan.sequence_write
+        && !scan.calls_routine
         && !scan.pin.any()
 }
 

@@ -8,6 +8,7 @@
 //! connection ([`SessionVars`]), and user-level locks taken and released ([`lock_calls`]).
 #![forbid(unsafe_code)]
 
+mod builtins;
 mod collations;
 mod command;
 mod digest;

@@ -115,6 +115,10 @@ pub struct QueryScan {
     /// Whether a statement advances or sets a sequence (NEXTVAL(), SETVAL(), NEXT VALUE FOR):
     /// even a SELECT then changes something, so it must not run twice.
     pub sequence_write: bool,
+    /// Whether a statement calls a function that may be a stored one (a name called that is
+    /// not a built-in function, or one qualified by a schema): it may write, so even a SELECT
+    /// must not run twice.
+    pub calls_routine: bool,
     /// Whether a statement is `LOAD DATA | XML [LOW_PRIORITY | CONCURRENT] LOCAL INFILE`: it
     /// asks the client for a file.
     pub load_data_local: bool,
@@ -177,6 +181,24 @@ fn note_function(out: &mut QueryScan, w: &[u8]) -> bool {
     false
 }
 
+/// Whether `(` comes next in `q` from `i`, after any whitespace (a call).
+#[inline(always)]
+fn paren_follows(q: &[u8], mut i: usize) -> bool {
+    while let Some(&b) = q.get(i) {
+        match b {
+            b'(' => return true,
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Whether the name starting at `start` is qualified (`db.name`).
+fn qualified(q: &[u8], start: usize) -> bool {
+    start > 0 && q.get(start - 1) == Some(&b'.')
+}
+
 /// What a system variable read after `@@` tells about the statement; returns whether the name
 /// is a scope (`SESSION`, `LOCAL`, `GLOBAL`), which the variable's name follows.
 #[cold]
@@ -221,6 +243,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         transaction_boundary: false,
         statement_scoped_set: false,
         sequence_write: false,
+        calls_routine: false,
         keeps_diagnostics: false,
         diagnostics_statement: false,
     };
@@ -378,6 +401,8 @@ pub fn scan(q: &[u8]) -> QueryScan {
                         scope = note_system_variable(&mut out, name) && j < n && q[j] == b'.';
                     } else if j < n && q[j] == b'(' {
                         names_table |= note_function(&mut out, name);
+                        out.calls_routine |=
+                            qualified(q, start) || !crate::builtins::is_builtin_callable(name);
                     }
                 }
                 sysvar = scope;
@@ -454,6 +479,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     i += 1;
                 }
                 let w = &q[start..i];
+                if !out.calls_routine && paren_follows(q, i) {
+                    out.calls_routine =
+                        qualified(q, start) || !crate::builtins::is_builtin_callable(w);
+                }
                 if sysvar {
                     // The scope (`@@session.`): the name follows the dot.
                     let mut j = i;
@@ -1053,6 +1082,34 @@ mod tests {
         ] {
             let r = scan(q.as_bytes());
             assert!(!r.sequence_write && !r.reads_previous_result, "{q}");
+        }
+    }
+
+    #[test]
+    fn calls_of_names_that_may_be_stored_functions() {
+        for q in [
+            "SELECT f_side()",
+            "SELECT f_side ( 1 )",
+            "SELECT `f_side`(1)",
+            "SELECT db.concat(1)",
+            "SELECT db.`f`(1) FROM t",
+            "SELECT a FROM t WHERE my_check(a) > 0",
+        ] {
+            assert!(scan(q.as_bytes()).calls_routine, "{q}");
+        }
+        for q in [
+            "SELECT c FROM sbtest1 WHERE id=5",
+            "SELECT COUNT(*), SUM(k), NOW(6), CONCAT('a', `b`) FROM t",
+            "SELECT `count`(*) FROM t",
+            "SELECT CAST(a AS CHAR(10)), CONVERT(b, DECIMAL(10,2)) FROM t",
+            "SELECT a FROM t1 JOIN t2 USING (id) WHERE a IN (1, 2) AND (b OR c)",
+            "SELECT a FROM (SELECT 1 AS a) d WHERE EXISTS (SELECT 1)",
+            "SELECT ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) FROM t FORCE INDEX (i)",
+            "SELECT ST_Distance(p, POINT(1, 2)), MBRContains(g, p) FROM t",
+            "SELECT 'f_side()', \"g(1)\" -- h(2)",
+            "SELECT SLEEP(1)",
+        ] {
+            assert!(!scan(q.as_bytes()).calls_routine, "{q}");
         }
     }
 
