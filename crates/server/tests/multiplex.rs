@@ -3997,3 +3997,48 @@ async fn a_prepare_waiting_for_a_lock_at_execution_stops_at_kill_query_and_timeo
     x.disconnect().await.unwrap();
     holder.disconnect().await.unwrap();
 }
+
+/// `SET @@tx_read_only` / `@@tx_isolation` with no scope set the next transaction only (as
+/// on the server): the client's later transactions, on whichever connection, are as before.
+/// Before, weir replayed them as session settings when the client moved to another
+/// connection, and every later write failed with ERROR 1792.
+#[tokio::test]
+async fn unscoped_transaction_characteristics_last_one_transaction() {
+    topo()
+        .primary
+        .exec("CREATE TABLE IF NOT EXISTS weirtest.tx_once (v INT)")
+        .unwrap();
+    async fn run(port: u16, other: Option<&mut Conn>) -> Vec<String> {
+        let mut a = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+            .await
+            .unwrap();
+        a.query_drop("SET @@tx_read_only = 1").await.unwrap();
+        a.query_drop("SET @@tx_isolation = 'READ-UNCOMMITTED'")
+            .await
+            .unwrap();
+        a.query_drop("BEGIN").await.unwrap();
+        a.query_drop("SELECT COUNT(*) FROM tx_once").await.unwrap();
+        a.query_drop("COMMIT").await.unwrap();
+        if let Some(b) = other {
+            // Takes the only connection, so that A's next statement runs on a fresh one.
+            b.query_drop("SELECT 1").await.unwrap();
+        }
+        let insert = a
+            .query_drop("INSERT INTO tx_once VALUES (1)")
+            .await
+            .map_or_else(|e| e.to_string(), |()| "ok".to_string());
+        let row: Option<(i64, String)> = a
+            .query_first("SELECT @@tx_read_only, @@tx_isolation")
+            .await
+            .unwrap();
+        a.disconnect().await.unwrap();
+        let (ro, iso) = row.unwrap();
+        vec![insert, ro.to_string(), iso]
+    }
+    let direct = run(topo().primary.port, None).await;
+    assert_eq!(direct, ["ok", "0", "REPEATABLE-READ"], "the server itself");
+    let w = start_with_max(1, "");
+    let mut b = connect(&w, Some("weirtest")).await;
+    let through_weir = run(w.port, Some(&mut b)).await;
+    assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
+}

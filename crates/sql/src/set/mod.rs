@@ -141,6 +141,14 @@ const CONNECTION_KEY: &str = "collation_connection";
 /// depends on the schema the connection is in: the session resolves it once the SET ran).
 pub const DATABASE_CHARSET: &str = "@@character_set_database";
 
+/// The variables whose `@@name` form, with no scope, sets the next transaction only.
+const TRANSACTION_CHARACTERISTICS: [&str; 4] = [
+    "tx_isolation",
+    "tx_read_only",
+    "transaction_isolation",
+    "transaction_read_only",
+];
+
 /// Parses one statement that starts with SET (leading whitespace/comments allowed, one optional
 /// trailing ';' and trailing whitespace/comments allowed). Anything after a ';' other than
 /// whitespace/comments => Untracked.
@@ -180,6 +188,17 @@ fn parse(stmt: &[u8]) -> Option<SetEffect> {
     p.pos = start;
     let mut reads = Vec::new();
     let assignments = p.list(&mut reads)?;
+    // `@@tx_isolation` / `@@tx_read_only` (and the `transaction_` names) with no scope at all
+    // set the next transaction only, as SET TRANSACTION does; among other assignments weir
+    // could not replay them apart.
+    let next_transaction_only = toks.iter().any(|t| {
+        matches!(t, Tok::SysVar(None, name) if TRANSACTION_CHARACTERISTICS
+            .iter()
+            .any(|v| name.eq_ignore_ascii_case(v)))
+    });
+    if next_transaction_only {
+        return (assignments.len() + reads.len() == 1).then_some(SetEffect::NextTransaction);
+    }
     if reads.is_empty() {
         return Some(SetEffect::Tracked(assignments));
     }

@@ -318,6 +318,20 @@ fn transactions() {
         tracked("SET tx_isolation = 'READ-COMMITTED', transaction_read_only = OFF"),
         vec![iso("'READ-COMMITTED'"), ro("OFF")]
     );
+    // `@@name` with no scope: the next transaction only, as on the server.
+    for q in [
+        "SET @@tx_read_only = 1",
+        "SET @@TX_ISOLATION='READ-UNCOMMITTED'",
+        "SET @@transaction_isolation = @iso",
+        "SET @@transaction_read_only = DEFAULT",
+    ] {
+        assert_eq!(parse_set(q.as_bytes()), SetEffect::NextTransaction, "{q}");
+    }
+    untracked("SET @@tx_read_only = 1, sql_mode = ''");
+    assert_eq!(
+        tracked("SET @@session.tx_read_only = 1, @@local.tx_isolation = 'SERIALIZABLE'"),
+        vec![ro("1"), iso("'SERIALIZABLE'")]
+    );
     untracked("SET TRANSACTION ISOLATION LEVEL");
     untracked("SET TRANSACTION READ");
     untracked("SET SESSION TRANSACTION READ ONLY, sql_mode = ''");
