@@ -4042,3 +4042,35 @@ async fn unscoped_transaction_characteristics_last_one_transaction() {
     let through_weir = run(w.port, Some(&mut b)).await;
     assert_eq!(through_weir, direct, "{}", w.stderr_tail(20));
 }
+
+/// A SET of several assignments that fails may have applied those before the failing one
+/// (MariaDB does for ERROR 1621): the client keeps that connection, as it would keep its
+/// session on the server, and nobody else gets it. Before, weir pooled it: the next client
+/// got the failed SET's `sql_safe_updates` or `autocommit = 0` (and lost its inserts).
+#[tokio::test]
+async fn a_half_applied_failed_set_stays_with_its_client() {
+    const SET: &str = "SET sql_safe_updates = 1, group_concat_max_len = 4, autocommit = 0, \
+                       net_buffer_length = DEFAULT";
+    const READ: &str = "SELECT @@sql_safe_updates, @@group_concat_max_len, @@autocommit";
+    type Vars = (i64, i64, i64);
+    async fn failed_set_then_read(port: u16) -> (u16, Vars) {
+        let mut a = Conn::new(opts_for(port, WEIR_USER, WEIR_PASS, Some("weirtest")))
+            .await
+            .unwrap();
+        let code = match a.query_drop(SET).await {
+            Err(mysql_async::Error::Server(e)) => e.code,
+            other => panic!("expected an error, got {other:?}"),
+        };
+        let own: Option<Vars> = a.query_first(READ).await.unwrap();
+        a.disconnect().await.unwrap();
+        (code, own.unwrap())
+    }
+    let direct = failed_set_then_read(topo().primary.port).await;
+    assert_eq!(direct, (1621, (1, 4, 0)), "the server itself");
+    let w = start_with_max(1, "");
+    assert_eq!(failed_set_then_read(w.port).await, direct);
+    // The next client, on the only connection.
+    let mut b = connect(&w, Some("weirtest")).await;
+    let fresh: Option<Vars> = b.query_first(READ).await.unwrap();
+    assert_eq!(fresh, Some((0, 1_048_576, 1)), "{}", w.stderr_tail(20));
+}

@@ -45,6 +45,9 @@ pub(crate) struct Effects {
     pub(crate) multi_statements: Option<bool>,
     /// Reasons to pin if the statement succeeds (a command whose failure changes nothing).
     pub(crate) pins_on_success: u32,
+    /// Reasons to pin if it fails: a SET of several assignments that fails may have applied
+    /// the ones before the failing one (MariaDB does, for ERROR 1621), which weir cannot tell.
+    pub(crate) pins_on_failure: u32,
     /// The connection just taken from the pool holds diagnostics another statement left:
     /// they are cleared first ([`CLEAR_DIAGNOSTICS`]).
     pub(crate) clear_diagnostics: bool,
@@ -160,6 +163,15 @@ impl Session {
             // A user variable's string keeps the collation it was set in, wherever it is
             // replayed; one weir cannot tell pins.
             let mut parsed = parsed;
+            if let SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) = &parsed {
+                let reads = match &parsed {
+                    SetEffect::Evaluated(_, r) => r.len(),
+                    _ => 0,
+                };
+                if a.len() + reads > 1 {
+                    fx.pins_on_failure = Pin::SET;
+                }
+            }
             let literals_pinned = match &mut parsed {
                 SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) => {
                     self.vars.pin_literal_collations(a, self.login.collation)
@@ -243,6 +255,9 @@ impl Session {
                 }
                 _ => {}
             }
+        }
+        if !succeeded {
+            self.pins |= fx.pins_on_failure;
         }
         self.held.apply_locks(&fx.locks, succeeded);
         let lock_pin = !self.held.locks.is_empty() || self.held.unnamed_lock;
