@@ -134,10 +134,15 @@ fn silent_client_is_disconnected_and_big_packet_refused() {
 
 /// Logs in claiming `plugin` with `proof` as the first auth response; answers one auth switch
 /// with a native proof. Returns the packets after the handshake response, up to OK/ERR.
-fn login_with_plugin(plugin: &str, proof: impl Fn(&[u8]) -> Vec<u8>, pass: &str) -> Vec<Vec<u8>> {
+fn login_with_plugin(
+    port: u16,
+    plugin: &str,
+    proof: impl Fn(&[u8]) -> Vec<u8>,
+    pass: &str,
+) -> Vec<Vec<u8>> {
     use std::io::Write;
     use weir_wire::handshake::HandshakeResponse;
-    let mut c = RawClient::connect_only(common::weir().port);
+    let mut c = RawClient::connect_only(port);
     let caps = weir_wire::cap::PROTOCOL_41
         | weir_wire::cap::SECURE_CONNECTION
         | weir_wire::cap::PLUGIN_AUTH
@@ -180,28 +185,72 @@ fn login_with_plugin(plugin: &str, proof: impl Fn(&[u8]) -> Vec<u8>, pass: &str)
     }
 }
 
+/// caching_sha2_password: the fast path when weir presents itself as MySQL 8; as MariaDB (the
+/// backends' version, by default), a switch to mysql_native_password, as MariaDB answers
+/// (MySQL Connector/J cannot read a fast-auth reply from a "5.5.5-" server). Unknown plugins
+/// are switched to mysql_native_password.
 #[test]
 fn caching_sha2_fast_path_and_auth_switch() {
-    let r = login_with_plugin(
-        "caching_sha2_password",
-        |s| weir_wire::auth::sha2_scramble(&s[..20], WEIR_PASS.as_bytes()).to_vec(),
-        WEIR_PASS,
-    );
+    let sha2 = |s: &[u8]| weir_wire::auth::sha2_scramble(&s[..20], WEIR_PASS.as_bytes()).to_vec();
+    let wrong = |s: &[u8]| weir_wire::auth::sha2_scramble(&s[..20], b"wrong").to_vec();
+    let mysql8 = common::admin::start("server_version = \"8.0.36\"");
+    let r = login_with_plugin(mysql8.port, "caching_sha2_password", sha2, WEIR_PASS);
     assert_eq!(r.len(), 2, "{r:?}");
     assert_eq!(r[0], vec![0x01, 0x03], "fast auth success");
     assert_eq!(r[1][0], 0);
-    let r = login_with_plugin(
-        "caching_sha2_password",
-        |s| weir_wire::auth::sha2_scramble(&s[..20], b"wrong").to_vec(),
-        WEIR_PASS,
-    );
+    let r = login_with_plugin(mysql8.port, "caching_sha2_password", wrong, WEIR_PASS);
     assert_eq!(err_code(r.last().unwrap()), Some(1045));
-    // An unknown plugin is switched to mysql_native_password.
-    let r = login_with_plugin("dialog", |_| b"whatever".to_vec(), WEIR_PASS);
+    let mariadb = common::weir().port;
+    let r = login_with_plugin(mariadb, "caching_sha2_password", sha2, WEIR_PASS);
+    assert_eq!(r[0][0], 0xfe, "auth switch: {r:?}");
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r[1][0], 0);
+    let r = login_with_plugin(mariadb, "caching_sha2_password", wrong, "bad");
+    assert_eq!(err_code(r.last().unwrap()), Some(1045));
+    let r = login_with_plugin(mariadb, "dialog", |_| b"whatever".to_vec(), WEIR_PASS);
     assert_eq!(r[0][0], 0xfe);
     assert_eq!(r.last().unwrap()[0], 0, "{r:?}");
-    let r = login_with_plugin("dialog", |_| b"whatever".to_vec(), "bad");
+    let r = login_with_plugin(mariadb, "dialog", |_| b"whatever".to_vec(), "bad");
     assert_eq!(err_code(r.last().unwrap()), Some(1045));
+}
+
+/// What MariaDB refuses at login, weir refuses at login, with the server's error: a client
+/// character set statements cannot be read in (ucs2...: 1231), a schema name over 64
+/// characters (1102); in COM_CHANGE_USER too. Before, weir accepted them and every statement
+/// of the session failed, `SET NAMES` and `USE` included.
+#[test]
+fn logins_the_server_refuses_are_refused() {
+    let port = common::weir().port;
+    let direct = common::topo().primary.port;
+    for p in [port, direct] {
+        let (_, r) = RawClient::login_collation(p, WEIR_USER, WEIR_PASS, None, 0, 35);
+        assert_eq!(err_code(&r), Some(1231), "ucs2 at port {p}: {r:?}");
+        let long = "d".repeat(65);
+        let (_, r) = RawClient::login(p, WEIR_USER, WEIR_PASS, Some(&long));
+        assert_eq!(err_code(&r), Some(1102), "long name at port {p}: {r:?}");
+    }
+    let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0);
+    // COM_CHANGE_USER asking for ucs2 (collation 35).
+    let proof = weir_wire::auth::native_scramble_from_stage1(
+        &c.greeting.scramble,
+        &weir_wire::auth::native_stage1(WEIR_PASS.as_bytes()),
+    );
+    let mut payload = vec![0x11];
+    payload.extend_from_slice(WEIR_USER.as_bytes());
+    payload.push(0);
+    payload.push(proof.len() as u8);
+    payload.extend_from_slice(&proof);
+    payload.push(0);
+    payload.extend_from_slice(&35u16.to_le_bytes());
+    payload.extend_from_slice(b"mysql_native_password\0");
+    let mut out = bytes::BytesMut::new();
+    weir_wire::packet::write_packet(&mut out, 0, &payload);
+    std::io::Write::write_all(&mut c.stream, &out).unwrap();
+    let (_, r) = c.read_packet().unwrap();
+    assert_eq!(err_code(&r), Some(1231), "{r:?}");
+    let r = c.query("SET NAMES utf8mb4");
+    assert_eq!(r[0][0], 0, "the session goes on: {r:?}");
 }
 
 #[test]
@@ -1163,4 +1212,36 @@ fn a_failed_statement_with_autocommit_off_reports_no_transaction() {
     };
     let direct = run(common::topo().primary.port);
     assert_eq!(run(common::weir().port), direct);
+}
+
+/// A session whose schema another client dropped can still change schema (`USE`,
+/// COM_INIT_DB), as on the server. Before, weir brought the dropped schema to a connection
+/// first, and every statement of the session failed with 1049, `USE` included.
+#[test]
+fn a_session_whose_schema_was_dropped_can_change_schema() {
+    let primary = &common::topo().primary;
+    for init_db in [false, true] {
+        primary
+            .exec("CREATE DATABASE IF NOT EXISTS weir_dropped")
+            .unwrap();
+        let (mut c, ok) = RawClient::login(
+            common::weir().port,
+            WEIR_USER,
+            WEIR_PASS,
+            Some("weir_dropped"),
+        );
+        assert_eq!(ok[0], 0, "{ok:?}");
+        primary.exec("DROP DATABASE weir_dropped").unwrap();
+        let r = if init_db {
+            let mut out = bytes::BytesMut::new();
+            weir_wire::packet::write_packet(&mut out, 0, b"\x02weirtest");
+            std::io::Write::write_all(&mut c.stream, &out).unwrap();
+            c.read_packet().unwrap().1
+        } else {
+            c.query("USE weirtest").remove(0)
+        };
+        assert_eq!(r[0], 0, "init_db {init_db}: {r:?}");
+        let rows = c.query("SELECT DATABASE()");
+        assert!(rows.iter().any(|p| p.ends_with(b"weirtest")), "{rows:?}");
+    }
 }

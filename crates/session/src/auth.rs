@@ -93,6 +93,7 @@ pub async fn handshake(
         // a file request for a client without CLIENT_LOCAL_FILES with no file).
         capabilities &= !cap::LOCAL_FILES;
     }
+    let greeting_version = server_version.clone();
     let greeting = Greeting {
         server_version,
         connection_id,
@@ -159,7 +160,13 @@ pub async fn handshake(
     let mut proof = resp.auth_response.clone();
     let mut switched = false;
     let stage1 = loop {
-        match auth::check(&plugin, &scramble, secret_of(&user), &proof) {
+        match check_proof(
+            &greeting_version,
+            &plugin,
+            &scramble,
+            secret_of(&user),
+            &proof,
+        ) {
             AuthCheck::Ok(stage1) => {
                 if plugin == CACHING_SHA2_PASSWORD {
                     write_auth_more_data(&mut client.wbuf, seq, &[auth::SHA2_FAST_AUTH_SUCCESS]);
@@ -187,12 +194,70 @@ pub async fn handshake(
     } else {
         resp.collation
     };
+    // What the server refuses at login, refused at login too: accepted, every statement
+    // of the session would fail (the schema or the charset cannot be brought to a backend).
+    let refusal = client_charset_refused(u16::from(collation))
+        .or_else(|| resp.database.as_deref().and_then(database_name_refused));
+    if let Some(e) = refusal {
+        client.send_err(seq, &e).await?;
+        return Err(LoginError::Refused);
+    }
     Ok(Login {
         user,
         database: resp.database.clone(),
         collation,
         credential,
         next_seq: seq,
+    })
+}
+
+/// Checks a client's proof as the server weir presents itself as would: only a MySQL 8 or
+/// later knows caching_sha2_password. A MariaDB or older MySQL switches such a client to
+/// mysql_native_password, and MySQL Connector/J reads the fast-auth reply one byte off for
+/// a version below 5.5.16 (MariaDB's `5.5.5-` prefix), failing every login.
+fn check_proof(
+    version: &str,
+    plugin: &str,
+    scramble: &[u8],
+    secret: auth::Secret<'_>,
+    proof: &[u8],
+) -> AuthCheck {
+    if plugin == CACHING_SHA2_PASSWORD && !speaks_caching_sha2(version) {
+        return AuthCheck::SwitchTo(NATIVE_PASSWORD);
+    }
+    auth::check(plugin, scramble, secret, proof)
+}
+
+/// Whether a server announcing `version` has caching_sha2_password: MySQL 8.0 and later.
+fn speaks_caching_sha2(version: &str) -> bool {
+    let major: Option<u32> = version
+        .split('.')
+        .next()
+        .and_then(|m| m.trim().parse().ok());
+    !version.contains("MariaDB") && major.is_some_and(|m| m >= 8)
+}
+
+/// The server's refusal of a client character set it cannot parse statements in (ucs2,
+/// utf16, utf16le, utf32), as ERROR 1231.
+pub fn client_charset_refused(collation: u16) -> Option<ErrInfo> {
+    let (charset, _) = weir_sql::collation_by_id(u32::from(collation))?;
+    matches!(charset, "ucs2" | "utf16" | "utf16le" | "utf32").then(|| {
+        ErrInfo::new(
+            errcode::ER_WRONG_VALUE_FOR_VAR,
+            "42000",
+            format!("Variable 'character_set_client' can't be set to the value of '{charset}'"),
+        )
+    })
+}
+
+/// The server's refusal of a schema name over 64 characters, as ERROR 1102.
+pub fn database_name_refused(db: &str) -> Option<ErrInfo> {
+    (db.chars().count() > 64).then(|| {
+        ErrInfo::new(
+            errcode::ER_WRONG_DB_NAME,
+            "42000",
+            format!("Incorrect database name '{db}'"),
+        )
     })
 }
 
@@ -277,10 +342,11 @@ pub async fn change_user(
     let mut proof = req.auth_response.clone();
     let mut switched = false;
     let user = runtime.frontend_users.get(username).cloned();
+    let version = announced_version(&runtime.mysql.server_version);
     loop {
         let verdict = user
             .as_ref()
-            .map(|u| auth::check(&plugin, &scramble, secret_of(u), &proof));
+            .map(|u| check_proof(&version, &plugin, &scramble, secret_of(u), &proof));
         match (verdict, &user) {
             (Some(AuthCheck::Ok(stage1)), Some(user)) => {
                 if plugin == CACHING_SHA2_PASSWORD {

@@ -321,8 +321,12 @@ impl Session {
                 self.query_through_cache(cmd, run, rule).await
             }
             None => {
-                self.run_decided(cmd, &decision, m, pins, scan.use_schema, seq)
-                    .await
+                self.replacing_schema = scan.use_schema.is_some();
+                let flow = self
+                    .run_decided(cmd, &decision, m, pins, scan.use_schema, seq)
+                    .await;
+                self.replacing_schema = false;
+                flow
             }
         };
         let outcome = flow.as_ref().ok().and_then(|o| o.as_ref());
@@ -943,7 +947,10 @@ impl Session {
         let db = String::from_utf8_lossy(cmd.payload().get(1..).unwrap_or_default()).into_owned();
         GlobalStats::inc(&self.shared.stats.com_frontend_init_db);
         self.state_to_reader_while_writer_away();
-        if self.acquire(seq).await?.is_none() {
+        self.replacing_schema = true;
+        let acquired = self.acquire(seq).await.map(|b| b.is_some());
+        self.replacing_schema = false;
+        if !acquired? {
             return Ok(());
         }
         let Some(b) = self.backend.as_mut() else {
@@ -1024,6 +1031,18 @@ impl Session {
         // A schema the new user cannot use fails the change, as on the server; the session
         // stays logged in as its user, in its schema (rather than every later statement
         // failing).
+        let refusal = req
+            .collation
+            .and_then(crate::auth::client_charset_refused)
+            .or_else(|| {
+                req.database
+                    .as_deref()
+                    .and_then(crate::auth::database_name_refused)
+            });
+        if let Some(e) = refusal {
+            self.client.send_err(seq, &e).await?;
+            return Ok(Flow::Continue);
+        }
         if let Some(db) = &req.database {
             let probe = weir_pool::LoginTemplate {
                 key: weir_pool::PoolKey {

@@ -136,6 +136,10 @@ pub struct Session {
     /// Whether the current command may run again on another connection after the backend
     /// failed once it had been sent: true unless it may have changed something.
     pub(crate) repeatable: bool,
+    /// The current command replaces the session's schema (`USE`, COM_INIT_DB): the schema
+    /// it had is not brought to the connection first (it may be gone, dropped by another
+    /// client, and the command must still work).
+    pub(crate) replacing_schema: bool,
     /// The sql_mode status flags (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) of the last reply the
     /// session got from a backend, repeated in the OKs weir makes itself.
     pub(crate) mode_status: u16,
@@ -411,6 +415,7 @@ async fn serve_client(shared: Arc<Shared>, mut client: ClientConn) {
         capture: None,
         cache_hit: false,
         repeatable: true,
+        replacing_schema: false,
         mode_status: 0,
         pipelinable: false,
         pipe: None,
@@ -932,6 +937,9 @@ impl Session {
         let Some(b) = self.backend.as_mut() else {
             return Ok(true);
         };
+        if self.replacing_schema {
+            return Ok(true);
+        }
         let want = match (&self.schema, b.conn_ref().schema.as_deref()) {
             (Some(want), have) if have != Some(want.as_str()) => Some(want.clone()),
             // A server session cannot go back to no schema: a client without one gets a

@@ -99,6 +99,7 @@ async fn session(shared: &Arc<Shared>) -> (Session, crate::registry::Registratio
         capture: None,
         cache_hit: false,
         repeatable: true,
+        replacing_schema: false,
         mode_status: 0,
         pipelinable: false,
         pipe: None,

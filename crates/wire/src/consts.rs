@@ -143,6 +143,10 @@ pub mod errcode {
     pub const ER_NO_DB_ERROR: u16 = 1046;
     pub const ER_UNKNOWN_COM_ERROR: u16 = 1047;
     pub const ER_BAD_DB_ERROR: u16 = 1049;
+    /// A schema name over 64 characters (SQLSTATE 42000).
+    pub const ER_WRONG_DB_NAME: u16 = 1102;
+    /// A value a variable cannot take (SQLSTATE 42000).
+    pub const ER_WRONG_VALUE_FOR_VAR: u16 = 1231;
     pub const ER_SERVER_SHUTDOWN: u16 = 1053;
     pub const ER_NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const ER_NET_READ_ERROR: u16 = 1158;
