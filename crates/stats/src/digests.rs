@@ -10,10 +10,11 @@
 //! The same key may sit in several shards (a client's statements land on whichever worker
 //! runs them); a snapshot merges them into one row.
 //!
-//! Memory is bounded by `mysql-query_digests_max_entries`, split evenly over the shards. A
-//! new key arriving at a full shard first evicts the least-used tenth of that shard (fewest
-//! executions, then least recently seen) in one O(n) pass, so the cost is amortized over the
-//! next tenth's worth of new keys. Evicted entries are counted (`Query_Digests_evicted`).
+//! Memory is bounded by `mysql-query_digests_max_entries`, over all shards together (one
+//! busy worker may hold them all). A new key arriving while the table is full first evicts
+//! the least-used tenth of its own shard (fewest executions, then least recently seen) in one
+//! O(n) pass, so the cost is amortized over the next tenth's worth of new keys; a shard
+//! always takes at least one key. Evicted entries are counted (`Query_Digests_evicted`).
 
 use crate::errors::unix_now;
 use crate::snapshot::DigestRow;
@@ -248,6 +249,8 @@ struct Shard {
 pub struct DigestStats {
     shards: Box<[Shard]>,
     max_entries: AtomicUsize,
+    /// Keys held over all shards (kept with each change of a shard, under its lock).
+    held: AtomicUsize,
     evicted: AtomicU64,
 }
 
@@ -261,34 +264,34 @@ impl Default for DigestStats {
 
 impl DigestStats {
     /// An empty table with `shards` shards (at least one; the number of worker threads is a
-    /// good choice) holding at most `max_entries` keys. Each shard holds at most
-    /// `max_entries / shards` keys but at least one, so the bound is `max(max_entries,
-    /// shards)`.
+    /// good choice) holding at most `max_entries` keys over all shards, but at least one per
+    /// shard that records, so the bound is `max(max_entries, shards)`.
     pub fn new(shards: usize, max_entries: usize) -> DigestStats {
         DigestStats {
             shards: (0..shards.max(1)).map(|_| Shard::default()).collect(),
             max_entries: AtomicUsize::new(max_entries),
+            held: AtomicUsize::new(0),
             evicted: AtomicU64::new(0),
         }
     }
 
-    /// Most keys a shard holds.
-    fn shard_limit(&self) -> usize {
-        (self.max_entries.load(Ordering::Relaxed) / self.shards.len()).max(1)
-    }
-
-    /// Changes the bound (mysql-query_digests_max_entries set live). Shards above the new
-    /// bound are trimmed now, least-used entries first, and the entries removed counted as
-    /// evicted.
+    /// Changes the bound (mysql-query_digests_max_entries set live). Above the new bound,
+    /// each shard is trimmed now to its share of it (in proportion to what it holds),
+    /// least-used entries first, and the entries removed counted as evicted.
     pub fn set_max_entries(&self, n: usize) {
         self.max_entries.store(n, Ordering::Relaxed);
-        let limit = self.shard_limit();
+        let held = self.held.load(Ordering::Relaxed);
+        if held <= n {
+            return;
+        }
         for shard in self.shards.iter() {
             let mut s = shard.inner.lock();
-            if s.map.len() > limit {
-                let n = s.trim(limit);
-                s.map.shrink_to(limit);
-                self.evicted.fetch_add(n as u64, Ordering::Relaxed);
+            let share = (s.map.len() * n / held).max(1);
+            if s.map.len() > share {
+                let removed = s.trim(share);
+                s.map.shrink_to(share);
+                self.held.fetch_sub(removed, Ordering::Relaxed);
+                self.evicted.fetch_add(removed as u64, Ordering::Relaxed);
             }
         }
     }
@@ -358,10 +361,12 @@ impl DigestStats {
                 None => break,
             }
         }
-        let limit = self.shard_limit();
-        if s.map.len() >= limit {
+        let own = s.map.len();
+        if own > 0 && self.held.load(Ordering::Relaxed) >= self.max_entries.load(Ordering::Relaxed)
+        {
             // Make room for a tenth of the shard at once, so eviction is amortized.
-            let n = s.trim(limit - (limit / 10).max(1));
+            let n = s.trim(own - (own / 10).max(1));
+            self.held.fetch_sub(n, Ordering::Relaxed);
             self.evicted.fetch_add(n as u64, Ordering::Relaxed);
         }
         s.scratch.clear();
@@ -380,6 +385,7 @@ impl DigestStats {
             counters: one,
         };
         s.map.insert(slot, entry);
+        self.held.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Every row, one per key (shards merged), sorted by hostgroup, schema, user, client
@@ -399,6 +405,7 @@ impl DigestStats {
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let map = std::mem::take(&mut shard.inner.lock().map);
+            self.held.fetch_sub(map.len(), Ordering::Relaxed);
             entries.extend(map.into_values());
         }
         merged_rows(entries)

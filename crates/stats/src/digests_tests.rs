@@ -372,3 +372,25 @@ fn huge_latencies_saturate() {
         (u64::MAX, u64::MAX, u64::MAX)
     );
 }
+
+/// The bound is over all shards: one busy worker may hold them all (each shard held
+/// `max_entries / shards`, so a client on one worker lost digests at half the bound).
+#[test]
+fn one_shard_may_hold_the_whole_bound() {
+    let s = DigestStats::new(2, 100);
+    for d in 0..100 {
+        record_in(&s, 0, &key(d, "app"), 1, 1);
+    }
+    assert_eq!((s.len(), s.evicted()), (100, 0));
+    record_in(&s, 1, &key(500, "app"), 1, 1);
+    assert_eq!((s.len(), s.evicted()), (101, 0), "an empty shard takes one key");
+    record_in(&s, 0, &key(100, "app"), 1, 1);
+    assert!(s.evicted() > 0 && s.len() <= 100, "{}", s.len());
+    s.set_max_entries(50);
+    assert!(s.len() <= 51, "{}", s.len());
+    let _ = s.snapshot_and_reset();
+    for d in 0..50 {
+        record_in(&s, 1, &key(d, "app"), 1, 1);
+    }
+    assert_eq!(s.len(), 50, "the count of keys held was reset too");
+}

@@ -233,8 +233,14 @@ impl<'a> Digester<'a> {
                 self.i += 1;
                 self.literal();
             }
+            // `.5` is a number where a value may start (after an operator, or a keyword such
+            // as SELECT, BETWEEN, THEN); after a name it qualifies (`t.5` is column `5`).
             b'.' if next.is_some_and(|c| c.is_ascii_digit())
-                && !matches!(self.prev, Prev::Word(..) | Prev::Value | Prev::Dot) =>
+                && match self.prev {
+                    Prev::Word(s, e) => is_expr_keyword(&q[s..e]),
+                    Prev::Value | Prev::Dot => false,
+                    _ => true,
+                } =>
             {
                 match scan_number(q, self.i) {
                     Some(e) => {

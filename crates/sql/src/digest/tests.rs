@@ -662,3 +662,27 @@ proptest! {
         prop_assert_eq!(String::from_utf8_lossy(&short), String::from_utf8_lossy(&full), "{:?}", q);
     }
 }
+
+/// A number written with a leading dot is a literal after a keyword too (it was kept as
+/// written after SELECT, BETWEEN, THEN...), and stays a name after a qualifier.
+#[test]
+fn leading_dot_numbers_after_keywords() {
+    let cases = [
+        (
+            "SELECT n FROM t WHERE n BETWEEN .1 AND .9",
+            "SELECT n FROM t WHERE n BETWEEN ? AND ?",
+        ),
+        ("SELECT .5", "SELECT ?"),
+        ("SELECT .5e-3", "SELECT ?"),
+        ("SELECT .5E+3", "SELECT ?"),
+        (
+            "SELECT CASE WHEN n>0 THEN .5 ELSE -.5 END FROM t",
+            "SELECT CASE WHEN n>? THEN ? ELSE ? END FROM t",
+        ),
+        ("SELECT n FROM t WHERE NOT .5", "SELECT n FROM t WHERE NOT ?"),
+        ("SELECT t.5 FROM t", "SELECT t.5 FROM t"),
+    ];
+    for (q, want) in cases {
+        assert_eq!(d(q), want, "{q}");
+    }
+}
