@@ -124,6 +124,9 @@ impl From<StoreError> for AdminError {
         let message = e.to_string();
         let (code, state) = if matches!(e, StoreError::TimeLimit(_)) {
             (3024, "HY000")
+        } else if matches!(e, StoreError::ResultTooLarge(_)) {
+            // ER_TOO_BIG_SELECT: the server's answer to a result past a bound.
+            (1104, "42000")
         } else if message.contains("CHECK constraint failed") {
             (3819, "HY000")
         } else if message.contains("UNIQUE constraint failed") {

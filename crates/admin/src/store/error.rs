@@ -55,6 +55,14 @@ pub enum StoreError {
         .0.as_secs()
     )]
     TimeLimit(std::time::Duration),
+    /// A result would take more memory than an admin result may (see
+    /// [`super::sql::RESULT_LIMIT`]).
+    #[error(
+        "the result is larger than {} MiB, the most an admin statement may return: narrow it \
+         with WHERE or LIMIT",
+        .0 >> 20
+    )]
+    ResultTooLarge(usize),
     /// Writing one row of a config table failed, e.g. on a CHECK constraint.
     #[error("cannot write {table} row ({key}): {source}")]
     WriteRow {

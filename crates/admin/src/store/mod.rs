@@ -223,6 +223,10 @@ impl Store {
             conn.set_db_config(flag, true)
                 .map_err(StoreError::sqlite("enabling double-quoted string literals"))?;
         }
+        // No single value past what a whole result may take (`zeroblob(1e9)`).
+        let longest = i32::try_from(sql::RESULT_LIMIT).unwrap_or(i32::MAX);
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, longest)
+            .map_err(StoreError::sqlite("limiting the length of values"))?;
         Ok(conn)
     }
 

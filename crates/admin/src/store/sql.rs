@@ -49,6 +49,14 @@ fn split_table_name(name: &str) -> Result<(Option<&str>, &str), StoreError> {
     Ok((schema, table))
 }
 
+/// The most memory an admin result may take (its values, and a few words for each): the
+/// result is built whole before it is sent, and one careless join of the stats tables would
+/// otherwise take gigabytes from the proxy. Also the longest string or blob SQLite makes.
+pub(crate) const RESULT_LIMIT: usize = 128 << 20;
+
+/// What a value costs in a collected result beyond its bytes (a `String` and its slot).
+const VALUE_OVERHEAD: usize = 32;
+
 /// Runs a query and collects its rows as text.
 fn query(conn: &Connection, sql: &str, params: &[&str]) -> Result<ResultSet, StoreError> {
     let stmt = conn.prepare(sql).map_err(StoreError::Sql)?;
@@ -63,11 +71,19 @@ fn collect(mut stmt: Statement<'_>, params: &[&str]) -> Result<ResultSet, StoreE
         .query(rusqlite::params_from_iter(params))
         .map_err(StoreError::Sql)?;
     let mut out = Vec::new();
+    let mut size = 0usize;
     while let Some(row) = rows.next().map_err(StoreError::Sql)? {
         let values = (0..width)
             .map(|i| row.get_ref(i).map(display))
             .collect::<Result<Vec<_>, _>>()
             .map_err(StoreError::Sql)?;
+        size += values
+            .iter()
+            .map(|v| v.as_ref().map_or(0, String::len) + VALUE_OVERHEAD)
+            .sum::<usize>();
+        if size > RESULT_LIMIT {
+            return Err(StoreError::ResultTooLarge(RESULT_LIMIT));
+        }
         out.push(values);
     }
     Ok(ResultSet { columns, rows: out })

@@ -680,3 +680,27 @@ fn a_runaway_statement_is_stopped_at_the_time_limit() {
     // The next statement runs normally, with a fresh limit.
     assert_eq!(scalar(&s, "SELECT 41 + 1").as_deref(), Some("42"));
 }
+
+/// An admin result is built whole before it is sent: one past the bound is refused instead of
+/// taking gigabytes from the proxy, and so is a single value past it.
+#[test]
+fn a_result_past_the_memory_bound_is_refused() {
+    let s = store();
+    let e = s
+        .execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000) \
+             SELECT x, printf('%.1000c', 'x') FROM c",
+        )
+        .expect_err("about 200 MB");
+    assert!(matches!(e, StoreError::ResultTooLarge(_)), "{e}");
+    assert!(e.to_string().contains("WHERE or LIMIT"), "{e}");
+    let e = s
+        .execute("SELECT zeroblob(1000000000)")
+        .expect_err("one value of 1 GB");
+    assert!(e.to_string().contains("too big"), "{e}");
+    // Below the bound, as before.
+    assert_eq!(
+        scalar(&s, "SELECT length(zeroblob(1000000))").as_deref(),
+        Some("1000000")
+    );
+}
