@@ -1245,3 +1245,59 @@ fn a_session_whose_schema_was_dropped_can_change_schema() {
         assert!(rows.iter().any(|p| p.ends_with(b"weirtest")), "{rows:?}");
     }
 }
+
+/// `SET autocommit = 0` inside a multi-statement query is not followed (the session keeps its
+/// connection): the OKs weir makes itself then carry the server's autocommit flag, off, as
+/// the server's own do. Before, they said autocommit was on.
+#[test]
+fn weirs_own_oks_carry_an_untracked_autocommit() {
+    for port in [common::weir().port, common::topo().primary.port] {
+        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let r = c.query("SELECT 1; SET autocommit = 0");
+        assert_eq!(r.last().map(|p| p[0]), Some(0), "{r:?}");
+        let mut out = bytes::BytesMut::new();
+        weir_wire::packet::write_packet(&mut out, 0, b"\x02weirtest");
+        std::io::Write::write_all(&mut c.stream, &out).unwrap();
+        let (_, p) = c.read_packet().unwrap();
+        let ok = weir_wire::msg::OkInfo::parse(&p).unwrap();
+        assert_eq!(
+            ok.status & weir_wire::status::AUTOCOMMIT,
+            0,
+            "port {port}: {ok:?}"
+        );
+    }
+}
+
+/// What weir answers itself reads as the server's: after a failed COM_INIT_DB, SHOW WARNINGS
+/// and @@error_count show its error; after `SET sql_select_limit = 0`, the SELECTs weir
+/// answers (LAST_INSERT_ID(), ROW_COUNT(), @@warning_count) return no row.
+#[test]
+fn weirs_own_answers_follow_diagnostics_and_select_limit() {
+    let run = |port: u16| {
+        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+        assert_eq!(ok[0], 0, "{ok:?}");
+        let mut out = bytes::BytesMut::new();
+        weir_wire::packet::write_packet(&mut out, 0, b"\x02weir_no_such_db");
+        std::io::Write::write_all(&mut c.stream, &out).unwrap();
+        let (_, p) = c.read_packet().unwrap();
+        let mut shapes = vec![(err_code(&p), 1)];
+        for q in [
+            "SHOW WARNINGS",
+            "SELECT @@error_count",
+            "SET sql_select_limit = 0",
+            "SELECT LAST_INSERT_ID()",
+            "SELECT ROW_COUNT()",
+            "SELECT @@warning_count",
+        ] {
+            let r = c.query(q);
+            let text: Vec<u8> = r.concat();
+            let has_1049 = text.windows(4).any(|w| w == b"1049");
+            shapes.push((err_code(&r[0]), r.len() + usize::from(has_1049) * 100));
+        }
+        shapes
+    };
+    let direct = run(common::topo().primary.port);
+    assert_eq!(direct[0].0, Some(1049), "{direct:?}");
+    assert_eq!(run(common::weir().port), direct);
+}

@@ -220,9 +220,9 @@ impl Session {
                 local
             {
                 let value = Fact::UnsignedVariable(u64::from(last_error.is_some()));
-                self.answer_fact(&alias, value, seq).await?;
+                let rows = self.answer_fact(&alias, value, seq).await?;
                 self.row_count = Some(-1);
-                self.found_rows = Some(1);
+                self.found_rows = Some(rows);
                 true
             } else {
                 // A form weir does not answer (GET DIAGNOSTICS, SHOW WARNINGS LIMIT ..., a
@@ -259,9 +259,9 @@ impl Session {
                 PreviousFact::WarningCount | PreviousFact::ErrorCount => None,
             });
             if let Some((alias, value)) = answer {
-                self.answer_fact(&alias, value, seq).await?;
+                let rows = self.answer_fact(&alias, value, seq).await?;
                 self.row_count = Some(-1);
-                self.found_rows = Some(1);
+                self.found_rows = Some(rows);
                 // A statement that reads no table leaves the diagnostics of the one before.
                 self.no_diagnostics = no_diagnostics;
                 self.last_error = last_error;
@@ -908,7 +908,7 @@ impl Session {
         alias: &'a str,
         value: Fact,
         seq: u8,
-    ) -> Result<(), ClientError> {
+    ) -> Result<u64, ClientError> {
         let status = self.ok_status().status;
         let mut out = bytes::BytesMut::new();
         use weir_wire::msg::ColumnSpec;
@@ -935,11 +935,18 @@ impl Session {
             &[col],
             status,
         );
-        set.row(&[Some(text.as_bytes())]);
+        // `SET sql_select_limit = 0` holds for these SELECTs too.
+        let limited = self
+            .vars
+            .system("sql_select_limit")
+            .is_some_and(|v| v.trim() == "0");
+        if !limited {
+            set.row(&[Some(text.as_bytes())]);
+        }
         set.finish(status);
         self.client.wbuf.extend_from_slice(&out);
         self.client.flush_wbuf().await?;
-        Ok(())
+        Ok(u64::from(!limited))
     }
 
     async fn init_db(&mut self, cmd: &Command) -> Result<(), ClientError> {
@@ -971,6 +978,10 @@ impl Session {
                 self.log_error(Some(&server), e.code, &e.message);
                 self.client.send_err(seq, &e).await?;
                 self.release();
+                // What SHOW WARNINGS / @@error_count show next, as on the server.
+                self.no_diagnostics = false;
+                self.diag_on = None;
+                self.last_error = Some(e);
             }
             Err(e) => {
                 let tied = self.tied();

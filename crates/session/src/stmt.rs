@@ -1306,7 +1306,13 @@ impl Session {
         let mut st = self.backend.as_ref().map_or(0, |b| {
             b.conn_ref().status & (status::IN_TRANS | status::IN_TRANS_READONLY)
         });
-        if self.autocommit() {
+        // A session pinned by state weir does not follow (`SET autocommit = 0` in a
+        // multi-statement query, or beside an untracked variable) has the server's word for it.
+        let autocommit = match &self.backend {
+            Some(b) if self.pins != 0 => b.conn_ref().status & status::AUTOCOMMIT != 0,
+            _ => self.autocommit(),
+        };
+        if autocommit {
             st |= status::AUTOCOMMIT;
         }
         // Clients choose how to escape strings from these: an OK without them while the

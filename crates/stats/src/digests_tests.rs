@@ -383,7 +383,11 @@ fn one_shard_may_hold_the_whole_bound() {
     }
     assert_eq!((s.len(), s.evicted()), (100, 0));
     record_in(&s, 1, &key(500, "app"), 1, 1);
-    assert_eq!((s.len(), s.evicted()), (101, 0), "an empty shard takes one key");
+    assert_eq!(
+        (s.len(), s.evicted()),
+        (101, 0),
+        "an empty shard takes one key"
+    );
     record_in(&s, 0, &key(100, "app"), 1, 1);
     assert!(s.evicted() > 0 && s.len() <= 100, "{}", s.len());
     s.set_max_entries(50);

@@ -679,7 +679,10 @@ fn leading_dot_numbers_after_keywords() {
             "SELECT CASE WHEN n>0 THEN .5 ELSE -.5 END FROM t",
             "SELECT CASE WHEN n>? THEN ? ELSE ? END FROM t",
         ),
-        ("SELECT n FROM t WHERE NOT .5", "SELECT n FROM t WHERE NOT ?"),
+        (
+            "SELECT n FROM t WHERE NOT .5",
+            "SELECT n FROM t WHERE NOT ?",
+        ),
         ("SELECT t.5 FROM t", "SELECT t.5 FROM t"),
     ];
     for (q, want) in cases {
