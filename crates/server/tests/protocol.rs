@@ -1301,3 +1301,13 @@ fn weirs_own_answers_follow_diagnostics_and_select_limit() {
     assert_eq!(direct[0].0, Some(1049), "{direct:?}");
     assert_eq!(run(common::weir().port), direct);
 }
+
+/// A handshake response over the 64 KiB a login may take gets an error, not a reset.
+#[test]
+fn an_oversized_handshake_response_gets_an_error() {
+    let user = "u".repeat(70_000);
+    let (_, r) = RawClient::login(common::weir().port, &user, WEIR_PASS, None);
+    assert_eq!(err_code(&r), Some(1043), "{:?}", &r[..r.len().min(80)]);
+    let (_, ok) = RawClient::login(common::weir().port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0, "weir still serves other clients");
+}

@@ -107,7 +107,26 @@ pub async fn handshake(
     greeting.write(&mut client.wbuf);
     client.flush_wbuf().await?;
 
-    let cmd = client.read_command(64 * 1024).await?;
+    let cmd = match client.read_command(HANDSHAKE_RESPONSE_MAX).await {
+        Ok(cmd) => cmd,
+        Err(ClientError::TooLarge(n)) => {
+            let e = ErrInfo::new(
+                errcode::ER_HANDSHAKE_ERROR,
+                "08S01",
+                format!(
+                    "Bad handshake: the handshake response is {n} bytes, more than the {} a \
+                     login may take",
+                    HANDSHAKE_RESPONSE_MAX
+                ),
+            );
+            client.send_err(2, &e).await?;
+            client
+                .discard_input(n + 4, std::time::Duration::from_secs(1))
+                .await;
+            return Err(LoginError::Refused);
+        }
+        Err(e) => return Err(e.into()),
+    };
     if cmd.last_seq != 1 {
         // The greeting was packet 0: anything else is not an answer to it (weir offers no
         // TLS, after whose SSL request the response would be packet 2).
@@ -260,6 +279,9 @@ pub fn database_name_refused(db: &str) -> Option<ErrInfo> {
         )
     })
 }
+
+/// The largest handshake response weir reads (names, schema, attributes and proof).
+const HANDSHAKE_RESPONSE_MAX: usize = 64 * 1024;
 
 /// What a proof for `user` is checked against.
 fn secret_of(user: &User) -> Secret<'_> {

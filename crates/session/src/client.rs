@@ -230,6 +230,24 @@ impl ClientConn {
         }
     }
 
+    /// Reads and drops what the client still sends, up to `max` bytes or `wait`: a socket
+    /// closed with unread data is reset, and the reset may destroy the error just sent
+    /// before the client reads it.
+    pub async fn discard_input(&mut self, max: usize, wait: std::time::Duration) {
+        let mut left = max.saturating_sub(self.rbuf.len());
+        self.rbuf.clear();
+        let drain = async {
+            let mut scratch = vec![0u8; 64 * 1024];
+            while left > 0 {
+                match self.stream.read(&mut scratch).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => left = left.saturating_sub(n),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(wait, drain).await;
+    }
+
     /// Reads whatever the client sends while a statement runs (a pipelined next command is
     /// kept for later); `Ok(0)` means the client closed the connection.
     pub async fn read_more(&mut self) -> std::io::Result<usize> {
