@@ -891,3 +891,58 @@ async fn what_a_hit_leaves_is_what_the_server_would_leave() {
         "every case's hit was one"
     );
 }
+
+/// The destination hostgroup is part of the key: a text the rules send to another hostgroup
+/// (here by a flag the previous statement set) is not answered with the first hostgroup's
+/// reply. Before, a client routed to the replicas got the primary's cached rows.
+#[tokio::test]
+async fn keys_separate_hostgroups() {
+    let w = start("");
+    admin(
+        &w,
+        "INSERT INTO mysql_query_rules (rule_id, active, match_pattern, next_query_flagIN, apply) \
+         VALUES (1, 1, '^SELECT ''to readers''', 5, 1); \
+         INSERT INTO mysql_query_rules (rule_id, active, flagIN, match_pattern, destination_hostgroup, cache_ttl, apply) \
+         VALUES (2, 1, 5, '^SELECT @@port', 1, 60000, 1), (3, 1, 0, '^SELECT @@port', 0, 60000, 1); \
+         LOAD MYSQL QUERY RULES TO RUNTIME;",
+    );
+    let primary = topo().primary.port.to_string();
+    let mut a = connect(&w).await;
+    assert_eq!(one_string(&mut a, "SELECT @@port").await, primary);
+    assert_eq!(one_string(&mut a, "SELECT @@port").await, primary, "a hit");
+    let mut b = connect(&w).await;
+    b.query_drop("SELECT 'to readers'").await.unwrap();
+    let port = one_string(&mut b, "SELECT @@port").await;
+    assert_ne!(
+        port, primary,
+        "a replica's port, not the primary's cached one"
+    );
+    assert!(cache_stats(&w)["count_GET_OK"] >= 1);
+}
+
+/// A SELECT calling a stored function keeps its connection with the session, as a CALL
+/// does: the function may set session variables weir does not see. Before, the connection
+/// went back to the pool with the function's `time_zone`, and other clients got it.
+#[tokio::test]
+async fn a_select_calling_a_stored_function_keeps_its_connection() {
+    common::create_routine(
+        "CREATE OR REPLACE FUNCTION set_tz(z VARCHAR(10)) RETURNS INT DETERMINISTIC \
+         BEGIN SET time_zone = z; RETURN 1; END",
+    )
+    .await;
+    let w = start("");
+    admin(
+        &w,
+        "UPDATE mysql_servers SET max_connections = 2 WHERE hostgroup_id = 0; LOAD MYSQL SERVERS TO RUNTIME;",
+    );
+    let mut a = connect(&w).await;
+    a.query_drop("SELECT set_tz('+05:00')").await.unwrap();
+    assert_eq!(one_string(&mut a, "SELECT @@time_zone").await, "+05:00");
+    for _ in 0..4 {
+        let mut b = connect(&w).await;
+        let tz = one_string(&mut b, "SELECT @@time_zone").await;
+        assert_ne!(tz, "+05:00", "another client's time_zone");
+        b.disconnect().await.unwrap();
+    }
+    assert_eq!(one_string(&mut a, "SELECT @@time_zone").await, "+05:00");
+}

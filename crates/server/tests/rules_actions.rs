@@ -366,23 +366,11 @@ async fn a_select_calling_a_stored_function_is_never_run_twice() {
         .exec("CREATE TABLE IF NOT EXISTS weirtest.side_log (id INT AUTO_INCREMENT PRIMARY KEY) ENGINE=MyISAM")
         .unwrap();
     primary.exec("DELETE FROM weirtest.side_log").unwrap();
-    // Over a connection of its own: the CLI would split the body at its `;`.
-    let mut direct = Conn::new(opts_for(
-        primary.port,
-        WEIR_USER,
-        WEIR_PASS,
-        Some("weirtest"),
-    ))
-    .await
-    .unwrap();
-    direct
-        .query_drop(
-            "CREATE OR REPLACE FUNCTION f_side() RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
-             BEGIN INSERT INTO side_log VALUES (NULL); DO SLEEP(3); RETURN 1; END",
-        )
-        .await
-        .unwrap();
-    direct.disconnect().await.unwrap();
+    common::create_routine(
+        "CREATE OR REPLACE FUNCTION f_side() RETURNS INT DETERMINISTIC MODIFIES SQL DATA \
+         BEGIN INSERT INTO side_log VALUES (NULL); DO SLEEP(3); RETURN 1; END",
+    )
+    .await;
     let w = start("");
     let mut c = Conn::new(opts_for(w.port, WEIR_USER, WEIR_PASS, Some("weirtest")))
         .await

@@ -94,9 +94,12 @@ impl Session {
     }
 
     /// Starts `key` with what every key of this session holds.
-    fn begin_key(&self, key: &mut Vec<u8>, kind: u8) {
+    fn begin_key(&self, key: &mut Vec<u8>, kind: u8, hostgroup: u32) {
         key.clear();
         key.push(kind);
+        // The servers it runs on: rules may send one text to different hostgroups (by client
+        // address, proxy port, a flag chain), which hold different data.
+        key.extend_from_slice(&hostgroup.to_le_bytes());
         // CLIENT_PS_MULTI_RESULTS changes only a prepared CALL's reply, never cached.
         let capabilities = self.login.key.capabilities & !weir_wire::cap::PS_MULTI_RESULTS;
         key.extend_from_slice(&capabilities.to_le_bytes());
@@ -120,9 +123,9 @@ impl Session {
     }
 
     /// The key of a text-protocol query (its text after rewrites), in `self.cache_key`.
-    pub(crate) fn query_key(&mut self, text: &[u8]) {
+    pub(crate) fn query_key(&mut self, text: &[u8], hostgroup: u32) {
         let mut key = std::mem::take(&mut self.cache_key);
-        self.begin_key(&mut key, KIND_QUERY);
+        self.begin_key(&mut key, KIND_QUERY, hostgroup);
         key.extend_from_slice(text);
         self.cache_key = key;
     }
@@ -137,8 +140,9 @@ impl Session {
         stmt: &crate::stmt::GlobalStmt,
         types: &[u8],
         params: &[&[u8]],
+        hostgroup: u32,
     ) {
-        self.begin_key(key, KIND_EXECUTE);
+        self.begin_key(key, KIND_EXECUTE, hostgroup);
         match &stmt.schema {
             Some(s) => push_field(key, s.as_bytes()),
             None => key.extend_from_slice(&u32::MAX.to_le_bytes()),
@@ -254,11 +258,15 @@ impl Session {
         rule: CacheRule,
     ) -> Result<Option<ReplyOutcome>, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
+        let hostgroup = run
+            .decision
+            .destination_hostgroup
+            .unwrap_or(self.user.default_hostgroup);
         match &run.decision.rewritten {
-            Some(text) => self.query_key(text),
+            Some(text) => self.query_key(text, hostgroup),
             None => {
                 let p = cmd.payload();
-                self.query_key(p.get(1..).unwrap_or_default());
+                self.query_key(p.get(1..).unwrap_or_default(), hostgroup);
             }
         }
         if let Some(o) = self.try_cached(seq).await? {
@@ -266,10 +274,6 @@ impl Session {
         }
         let cache = self.shared.cache.clone();
         let wait = rule.wait.unwrap_or(run.limits_timeout);
-        let hostgroup = run
-            .decision
-            .destination_hostgroup
-            .unwrap_or(self.user.default_hostgroup);
         let Some(lookup) = self.coalesced(&cache, hostgroup, wait, seq).await? else {
             return Ok(None);
         };

@@ -603,7 +603,7 @@ impl Session {
                 (_, Some(t)) => &t[..],
                 (_, None) => return None,
             };
-            self.execute_key(&mut key, &p.global, types, &[head, values]);
+            self.execute_key(&mut key, &p.global, types, &[head, values], p.hostgroup);
             Some(())
         });
         self.cache_key = key;

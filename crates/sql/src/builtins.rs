@@ -14,6 +14,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "ALL",
     "AND",
     "ANY",
+    "ANY_VALUE",
     "AS",
     "ASBINARY",
     "ASCII",
@@ -29,6 +30,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "BIN",
     "BINARY",
     "BINLOG_GTID_POS",
+    "BIN_TO_UUID",
     "BIT_AND",
     "BIT_COUNT",
     "BIT_LENGTH",
@@ -96,6 +98,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "DEC",
     "DECIMAL",
     "DECODE",
+    "DECODE_HISTOGRAM",
     "DECODE_ORACLE",
     "DEFAULT",
     "DEGREES",
@@ -145,10 +148,14 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "GET_LOCK",
     "GLENGTH",
     "GREATEST",
+    "GROUPING",
     "GROUP_CONCAT",
+    "GTID_SUBSET",
+    "GTID_SUBTRACT",
     "HAVING",
     "HEX",
     "HOUR",
+    "ICU_VERSION",
     "IF",
     "IFNULL",
     "IGNORE",
@@ -178,6 +185,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "IS_IPV4_MAPPED",
     "IS_IPV6",
     "IS_USED_LOCK",
+    "IS_UUID",
     "JOIN",
     "JSON_ARRAY",
     "JSON_ARRAYAGG",
@@ -213,6 +221,8 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "JSON_SCHEMA_VALID",
     "JSON_SEARCH",
     "JSON_SET",
+    "JSON_STORAGE_FREE",
+    "JSON_STORAGE_SIZE",
     "JSON_TABLE",
     "JSON_TYPE",
     "JSON_UNQUOTE",
@@ -255,6 +265,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "MAX",
     "MD5",
     "MEDIAN",
+    "MEMBER",
     "MICROSECOND",
     "MID",
     "MIN",
@@ -316,6 +327,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "RANK",
     "REGEXP",
     "REGEXP_INSTR",
+    "REGEXP_LIKE",
     "REGEXP_REPLACE",
     "REGEXP_SUBSTR",
     "RELEASE_ALL_LOCKS",
@@ -350,10 +362,13 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "SLEEP",
     "SOME",
     "SOUNDEX",
+    "SOUNDS",
     "SPACE",
     "SQRT",
     "SRID",
     "STARTPOINT",
+    "STATEMENT_DIGEST",
+    "STATEMENT_DIGEST_TEXT",
     "STD",
     "STDDEV",
     "STDDEV_POP",
@@ -362,6 +377,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "STR_TO_DATE",
     "SUBDATE",
     "SUBSTR",
+    "SUBSTRB",
     "SUBSTRING",
     "SUBSTRING_INDEX",
     "SUBTIME",
@@ -403,6 +419,7 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "UTC_TIMESTAMP",
     "UUID",
     "UUID_SHORT",
+    "UUID_TO_BIN",
     "VALUE",
     "VALUES",
     "VARBINARY",
@@ -411,6 +428,8 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "VAR_POP",
     "VAR_SAMP",
     "VERSION",
+    "WAIT_FOR_EXECUTED_GTID_SET",
+    "WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS",
     "WEEK",
     "WEEKDAY",
     "WEEKOFYEAR",
@@ -419,6 +438,9 @@ const BUILTIN_CALLABLE: &[&str] = &[
     "WHERE",
     "WINDOW",
     "WITHIN",
+    "WSREP_LAST_SEEN_GTID",
+    "WSREP_LAST_WRITTEN_GTID",
+    "WSREP_SYNC_WAIT_UPTO_GTID",
     "X",
     "XOR",
     "Y",
@@ -429,15 +451,15 @@ const BUILTIN_CALLABLE: &[&str] = &[
 /// Whether `name` followed by `(` is a built-in function, a keyword or a type (case
 /// insensitive): false for anything that may be a stored function.
 pub(crate) fn is_builtin_callable(name: &[u8]) -> bool {
-    let mut upper = [0u8; 32];
+    let mut upper = [0u8; 48];
     let Some(buf) = upper.get_mut(..name.len()) else {
         return false;
     };
     for (d, s) in buf.iter_mut().zip(name) {
         *d = s.to_ascii_uppercase();
     }
-    // Spatial functions: ST_*, MBR* (MBRContains...).
-    if buf.starts_with(b"ST_") || buf.starts_with(b"MBR") {
+    // Spatial functions: ST_*, MBR* (MBRContains...); vector functions (VEC_DISTANCE...).
+    if buf.starts_with(b"ST_") || buf.starts_with(b"MBR") || buf.starts_with(b"VEC_") {
         return true;
     }
     BUILTIN_CALLABLE
@@ -456,7 +478,7 @@ mod tests {
         }
         for n in BUILTIN_CALLABLE {
             assert_eq!(n.to_ascii_uppercase(), *n);
-            assert!(n.len() <= 32, "{n}");
+            assert!(n.len() <= 48, "{n}");
         }
     }
 
@@ -478,7 +500,7 @@ mod tests {
             "my_func",
             "counter",
             "",
-            "a_name_longer_than_thirty_two_bytes_x",
+            "a_name_longer_than_forty_eight_bytes_of_text_here_x",
         ] {
             assert!(!is_builtin_callable(n.as_bytes()), "{n}");
         }

@@ -584,6 +584,13 @@ pub fn scan(q: &[u8]) -> QueryScan {
     if saw_use && out.statements > 1 {
         out.pin.0 |= Pin::UNTRACKED;
     }
+    // A stored function runs with the session: it may set variables, take locks or create
+    // temporary tables weir would not see, so the session keeps its connection, as after a
+    // CALL. Only in a SELECT, where a name before `(` is a call (elsewhere it may be a
+    // table's column list).
+    if out.calls_routine && out.kind == StatementKind::Select {
+        out.pin.0 |= Pin::UNTRACKED;
+    }
     out.kill_in_batch = kills > 0 && out.statements > 1;
     out.keeps_diagnostics &= !names_table && !out.sequence_write;
     out
@@ -1087,6 +1094,8 @@ mod tests {
 
     #[test]
     fn calls_of_names_that_may_be_stored_functions() {
+        assert!(scan(b"SELECT f_side()").pin.0 & Pin::UNTRACKED != 0, "pins");
+        assert_eq!(scan(b"INSERT INTO t (a) VALUES (1)").pin.0, 0);
         for q in [
             "SELECT f_side()",
             "SELECT f_side ( 1 )",

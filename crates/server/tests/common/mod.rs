@@ -80,6 +80,24 @@ pub fn on_primary(sql: &str) {
         .unwrap();
 }
 
+/// Creates a stored routine on the primary (schema weirtest), over a connection of its own:
+/// the CLI would split its body at each `;`.
+pub async fn create_routine(sql: &str) {
+    use mysql_async::prelude::Queryable;
+    let mut c = Conn::new(opts_for(
+        topo().primary.port,
+        WEIR_USER,
+        WEIR_PASS,
+        Some("weirtest"),
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("connect to the primary: {e}"));
+    c.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    c.disconnect().await.unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// Runs the mariadb CLI against the shared weir; returns (status success, stdout, stderr).
 pub fn cli(args: &[&str], sql: &str) -> (bool, String, String) {
     cli_at(weir().port, args, sql)
