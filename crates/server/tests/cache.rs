@@ -946,3 +946,25 @@ async fn a_select_calling_a_stored_function_keeps_its_connection() {
     }
     assert_eq!(one_string(&mut a, "SELECT @@time_zone").await, "+05:00");
 }
+
+/// FOUND_ROWS() after a prepared statement's execution, a hit or not, counts its rows, as on
+/// the server. Before, weir asked whichever connection the next statement got.
+#[tokio::test]
+async fn found_rows_after_a_prepared_execution_counts_its_rows() {
+    on_primary(
+        "CREATE OR REPLACE TABLE weirtest.fr_kv (k INT PRIMARY KEY); \
+         INSERT INTO weirtest.fr_kv VALUES (1), (2), (3)",
+    );
+    let w = weir_caching("^SELECT k FROM fr_kv", 60000);
+    let mut c = connect(&w).await;
+    let mut other = connect(&w).await;
+    for round in 0..3 {
+        let rows: Vec<i64> = c.exec("SELECT k FROM fr_kv", ()).await.unwrap();
+        assert_eq!(rows.len(), 3);
+        // Another client's statement in between, on whatever connection.
+        let _: Vec<i64> = other.query("SELECT 1 UNION SELECT 2").await.unwrap();
+        let found = one_string(&mut c, "SELECT FOUND_ROWS()").await;
+        assert_eq!(found, "3", "round {round}");
+    }
+    assert!(cache_stats(&w)["count_GET_OK"] >= 2, "prepared hits");
+}

@@ -4074,3 +4074,35 @@ async fn a_half_applied_failed_set_stays_with_its_client() {
     let fresh: Option<Vars> = b.query_first(READ).await.unwrap();
     assert_eq!(fresh, Some((0, 1_048_576, 1)), "{}", w.stderr_tail(20));
 }
+
+/// A savepoint lives in its transaction: once the transaction ends, the connection goes back
+/// to the pool. Before, a session that once used a savepoint kept its connection until it
+/// disconnected (ORMs nest transactions with savepoints), starving other clients and stalling
+/// switchovers.
+#[tokio::test]
+async fn savepoints_keep_the_connection_only_for_their_transaction() {
+    topo()
+        .primary
+        .exec("CREATE TABLE IF NOT EXISTS weirtest.sp (v INT)")
+        .unwrap();
+    let w = start_with_max(1, "");
+    let mut a = connect(&w, Some("weirtest")).await;
+    for sql in [
+        "BEGIN",
+        "INSERT INTO sp VALUES (1)",
+        "SAVEPOINT a",
+        "INSERT INTO sp VALUES (2)",
+        "ROLLBACK TO SAVEPOINT a",
+        "RELEASE SAVEPOINT a",
+        "COMMIT",
+    ] {
+        a.query_drop(sql).await.unwrap();
+    }
+    // The only connection is free for another client at once.
+    let t = Instant::now();
+    let mut b = connect(&w, Some("weirtest")).await;
+    let v: Option<i64> = b.query_first("SELECT 1").await.unwrap();
+    assert_eq!(v, Some(1));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(pool_use(&w).0, 0, "nothing in use while both are idle");
+}

@@ -404,3 +404,24 @@ async fn a_select_calling_a_stored_function_is_never_run_twice() {
     let v: Option<i64> = c.query_first("SELECT 7").await.unwrap();
     assert_eq!(v, Some(7));
 }
+
+/// A statement the server finished with OK before the timeout's KILL QUERY stopped anything
+/// (here `DO SLEEP(3)`, which the KILL QUERY merely cuts short) gets that OK: the statement
+/// happened. Before, weir answered 1907 "interrupted" for such statements, COMMITs and
+/// writes included, and clients that retried them wrote twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_that_ended_with_ok_at_its_timeout_gets_the_ok() {
+    let w = start("default_query_timeout = 1000");
+    let mut c = connect_as(&w, WEIR_USER, WEIR_PASS).await;
+    let t = Instant::now();
+    c.query_drop("DO SLEEP(3)")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", w.stderr_tail(20)));
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+    let v: Option<i64> = c.query_first("SELECT 8").await.unwrap();
+    assert_eq!(v, Some(8));
+}

@@ -156,6 +156,16 @@ struct KillTarget<'a> {
     kill_queries: &'a Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// Whether a reply read in full is a lone OK: the statement ran to its end (a write, a
+/// COMMIT), and no row of it is missing from what weir can tell the client.
+fn completed_with_ok(o: &ReplyOutcome) -> bool {
+    o.error.is_none()
+        && o.last_ok.is_some()
+        && !o.ended_with_rows
+        && !o.several_results
+        && o.prepared_id.is_none()
+}
+
 /// Sends `raw` and relays the reply until `deadline`, which `timer` is armed for or before
 /// (then re-armed when it fires). On expiry: KILL QUERY, then see [`Timed::TimedOut`].
 #[allow(clippy::too_many_arguments)]
@@ -420,6 +430,23 @@ impl Session {
                 let err = limits.timeout_error();
                 self.log_error(Some(&server), err.code, &err.message);
                 match result {
+                    Some(Ok(o)) if completed_with_ok(&o) => {
+                        // The server finished the statement before the KILL QUERY reached it
+                        // (a COMMIT, a write): it happened, and the client is told so. An
+                        // "interrupted" error would make it run the statement again.
+                        server
+                            .stats
+                            .bytes_recv
+                            .fetch_add(o.bytes, Ordering::Relaxed);
+                        tracing::info!(
+                            session = self.handle.id,
+                            "the timed-out statement had ended with OK before its KILL QUERY: \
+                             the client gets that OK"
+                        );
+                        let ok = o.last_ok.unwrap_or_default();
+                        self.client.send_ok(seq, &ok).await?;
+                        Ok(Step::Replied(o))
+                    }
                     Some(Ok(mut o)) => {
                         // The statement ended and its reply was read: the connection is usable.
                         server

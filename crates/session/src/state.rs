@@ -137,7 +137,7 @@ impl Session {
     /// returns the pin reasons left.
     pub(crate) fn plan_effects(&mut self, text: &[u8], scan: &weir_sql::QueryScan) -> u32 {
         use weir_sql::{Pin, StatementKind};
-        let mut pins = scan.pin.0;
+        let mut pins = scan.run_pins();
         let fx = &mut self.effects;
         *fx = Effects::default();
         fx.reads_last_insert_id = scan.reads_last_insert_id;

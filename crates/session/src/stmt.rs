@@ -554,6 +554,13 @@ impl Session {
             }
         }
         self.row_count = outcome.row_count();
+        // FOUND_ROWS() after it, as the server counts it: weir answers it wherever the next
+        // statement goes (a hit, or a connection given back, leaves no server to ask).
+        self.found_rows = (outcome.error.is_none()
+            && outcome.ended_with_rows
+            && !outcome.several_results
+            && !wants_cursor)
+            .then_some(outcome.rows);
         self.no_diagnostics = outcome.error.is_none() && !outcome.warned;
         if !self.cache_hit {
             self.after_reply(&outcome, exec_pins, None);
@@ -1330,7 +1337,7 @@ impl Session {
 /// SET, USE or lock call is followed (values come as parameters): any ties the session.
 pub(crate) fn prepared_pins(scan: &weir_sql::QueryScan) -> u32 {
     use weir_sql::{Pin, StatementKind};
-    let mut pins = scan.pin.0;
+    let mut pins = scan.run_pins();
     if matches!(scan.kind, StatementKind::Set | StatementKind::Use) || scan.drops_schema {
         pins |= Pin::UNTRACKED;
     }

@@ -117,7 +117,7 @@ pub struct QueryScan {
     pub sequence_write: bool,
     /// Whether a statement calls a function that may be a stored one (a name called that is
     /// not a built-in function, or one qualified by a schema): it may write, so even a SELECT
-    /// must not run twice.
+    /// must not run twice, and it may change the session ([`QueryScan::run_pins`]).
     pub calls_routine: bool,
     /// Whether a statement is `LOAD DATA | XML [LOW_PRIORITY | CONCURRENT] LOCAL INFILE`: it
     /// asks the client for a file.
@@ -135,6 +135,22 @@ pub struct QueryScan {
     /// ..., GET [CURRENT] DIAGNOSTICS): MySQL, which clears the diagnostics at every other
     /// statement, leaves them in place for these too.
     pub diagnostics_statement: bool,
+}
+
+impl QueryScan {
+    /// What running the statement pins: [`QueryScan::pin`], and for a SELECT calling a
+    /// function that may be a stored one, [`Pin::UNTRACKED`]: a stored function runs with the
+    /// session and may set variables, take locks or create temporary tables weir would not
+    /// see, as a CALL may. Only in a SELECT, where a name before `(` is a call (elsewhere it
+    /// may be a table's column list). A reply from the query cache runs nothing: the
+    /// statement's own [`QueryScan::pin`] decides whether it may come from there.
+    pub fn run_pins(&self) -> u32 {
+        if self.calls_routine && self.kind == StatementKind::Select {
+            self.pin.0 | Pin::UNTRACKED
+        } else {
+            self.pin.0
+        }
+    }
 }
 
 /// Bytes of an unquoted identifier or keyword: ASCII letters and digits, `_`, `$`, and any
@@ -584,13 +600,6 @@ pub fn scan(q: &[u8]) -> QueryScan {
     if saw_use && out.statements > 1 {
         out.pin.0 |= Pin::UNTRACKED;
     }
-    // A stored function runs with the session: it may set variables, take locks or create
-    // temporary tables weir would not see, so the session keeps its connection, as after a
-    // CALL. Only in a SELECT, where a name before `(` is a call (elsewhere it may be a
-    // table's column list).
-    if out.calls_routine && out.kind == StatementKind::Select {
-        out.pin.0 |= Pin::UNTRACKED;
-    }
     out.kill_in_batch = kills > 0 && out.statements > 1;
     out.keeps_diagnostics &= !names_table && !out.sequence_write;
     out
@@ -737,9 +746,10 @@ fn classify(words: &[&[u8]; 4], nwords: usize) -> (StatementKind, u32) {
         {
             (K::Other, Pin::PREPARED)
         }
-        _ if eq(w0, "HANDLER") || eq(w0, "XA") || eq(w0, "SAVEPOINT") || eq(w0, "RELEASE") => {
-            (K::Other, Pin::UNTRACKED)
-        }
+        _ if eq(w0, "HANDLER") || eq(w0, "XA") => (K::Other, Pin::UNTRACKED),
+        // A savepoint lives in its transaction, which keeps the connection by itself; outside
+        // one (autocommit) it is gone with the statement.
+        _ if eq(w0, "SAVEPOINT") || eq(w0, "RELEASE") => (K::Other, 0),
         _ if eq(w0, "ROLLBACK") => (K::Other, 0),
         _ => (K::Other, 0),
     }
@@ -1094,8 +1104,12 @@ mod tests {
 
     #[test]
     fn calls_of_names_that_may_be_stored_functions() {
-        assert!(scan(b"SELECT f_side()").pin.0 & Pin::UNTRACKED != 0, "pins");
-        assert_eq!(scan(b"INSERT INTO t (a) VALUES (1)").pin.0, 0);
+        assert!(
+            scan(b"SELECT f_side()").run_pins() & Pin::UNTRACKED != 0,
+            "pins"
+        );
+        assert_eq!(scan(b"SELECT f_side()").pin.0, 0, "cacheable by a rule");
+        assert_eq!(scan(b"INSERT INTO t (a) VALUES (1)").run_pins(), 0);
         for q in [
             "SELECT f_side()",
             "SELECT f_side ( 1 )",
