@@ -4073,6 +4073,22 @@ async fn a_half_applied_failed_set_stays_with_its_client() {
     let mut b = connect(&w, Some("weirtest")).await;
     let fresh: Option<Vars> = b.query_first(READ).await.unwrap();
     assert_eq!(fresh, Some((0, 1_048_576, 1)), "{}", w.stderr_tail(20));
+    // A SET refused before anything applied (a wrong value: 1231) keeps nothing.
+    let e = b
+        .query_drop("SET group_concat_max_len = 4, sql_mode = 'NO_SUCH_MODE'")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("1231"), "{e}");
+    let held: Option<i64> = b
+        .query_first("SELECT @@group_concat_max_len")
+        .await
+        .unwrap();
+    assert_eq!(held, Some(1_048_576));
+    // b sits idle: the only connection is free for c.
+    let t = std::time::Instant::now();
+    let mut c = connect(&w, Some("weirtest")).await;
+    c.query_drop("SELECT 1").await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
 
 /// A savepoint lives in its transaction: once the transaction ends, the connection goes back
