@@ -967,4 +967,11 @@ async fn found_rows_after_a_prepared_execution_counts_its_rows() {
         assert_eq!(found, "3", "round {round}");
     }
     assert!(cache_stats(&w)["count_GET_OK"] >= 2, "prepared hits");
+    // With SQL_CALC_FOUND_ROWS, the server's count of all the rows, not those sent.
+    let rows: Vec<i64> = c
+        .exec("SELECT SQL_CALC_FOUND_ROWS k FROM fr_kv LIMIT 1", ())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(one_string(&mut c, "SELECT FOUND_ROWS()").await, "3");
 }

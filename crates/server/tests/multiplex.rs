@@ -4084,6 +4084,9 @@ async fn a_half_applied_failed_set_stays_with_its_client() {
         .await
         .unwrap();
     assert_eq!(held, Some(1_048_576));
+    // So does one weir would not follow (an unknown variable: 1193).
+    let e = b.query_drop("SET no_such_variable = 1").await.unwrap_err();
+    assert!(e.to_string().contains("1193"), "{e}");
     // b sits idle: the only connection is free for c.
     let t = std::time::Instant::now();
     let mut c = connect(&w, Some("weirtest")).await;

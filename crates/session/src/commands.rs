@@ -18,7 +18,7 @@ use weir_wire::{com, errcode, status};
 /// or read-only variable, a wrong value or type, a missing privilege): the SET changed
 /// nothing. Others (1621, a session variable set back to DEFAULT that is read-only) come as
 /// it applies them, after those before.
-const SET_REFUSED_WHOLE: [u16; 8] = [1064, 1193, 1227, 1228, 1229, 1231, 1232, 1238];
+pub(crate) const SET_REFUSED_WHOLE: [u16; 8] = [1064, 1193, 1227, 1228, 1229, 1231, 1232, 1238];
 
 impl Session {
     pub(crate) async fn dispatch(&mut self, cmd: Command) -> Result<Flow, ClientError> {
@@ -741,13 +741,18 @@ impl Session {
         if succeeded && !self.effects.statement_scoped_set {
             self.mode_status = outcome.status & status::SQL_MODE_FLAGS;
         }
-        if outcome
+        let refused_whole = outcome
             .error
             .as_ref()
-            .is_some_and(|e| SET_REFUSED_WHOLE.contains(&e.code))
-        {
-            // The server checks every assignment before it applies any: refused at that
-            // stage, the SET changed nothing.
+            .is_some_and(|e| SET_REFUSED_WHOLE.contains(&e.code));
+        // The server checks every assignment of a SET before it applies any: refused at that
+        // stage, the SET changed nothing, even one weir would not follow.
+        let pins = if refused_whole && self.effects.set_statement {
+            0
+        } else {
+            pins
+        };
+        if refused_whole {
             self.effects.pins_on_failure = 0;
         }
         let hold_next = self.apply_effects(succeeded);

@@ -232,6 +232,8 @@ pub(crate) struct Prepared {
     pub(crate) reads_previous_result: bool,
     /// Whether it reads the diagnostics (SHOW WARNINGS, `@@warning_count`...).
     pub(crate) reads_diagnostics: bool,
+    /// Whether it uses SQL_CALC_FOUND_ROWS: FOUND_ROWS() after it is the server's count.
+    pub(crate) calc_found_rows: bool,
     /// The column definitions of its prepare's reply (packets with headers), if it has
     /// columns: a server sends them before the ERR of an execution killed while it runs,
     /// and weir does too for one killed before it reached a server.

@@ -209,6 +209,7 @@ async fn executes_count_under_the_prepared_statement_command() {
             reads_last_insert_id: false,
             reads_previous_result: false,
             reads_diagnostics: false,
+            calc_found_rows: false,
             column_defs: None,
         },
     );

@@ -45,6 +45,9 @@ pub(crate) struct Effects {
     pub(crate) multi_statements: Option<bool>,
     /// Reasons to pin if the statement succeeds (a command whose failure changes nothing).
     pub(crate) pins_on_success: u32,
+    /// A lone SET statement: one the server refused before applying anything
+    /// ([`crate::commands::SET_REFUSED_WHOLE`]) pins nothing, whatever it names.
+    pub(crate) set_statement: bool,
     /// Reasons to pin if it fails: a SET of several assignments that fails may have applied
     /// the ones before the failing one (MariaDB does, for ERROR 1621), which weir cannot tell.
     pub(crate) pins_on_failure: u32,
@@ -146,6 +149,7 @@ impl Session {
         fx.unlock_tables = scan.unlock_tables;
         fx.drops_schema = scan.drops_schema;
         if scan.kind == StatementKind::Set && scan.statements == 1 {
+            fx.set_statement = true;
             let parsed = weir_sql::parse_set(text);
             if let SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) = &parsed {
                 if a.iter().any(|a| {

@@ -311,6 +311,7 @@ impl Session {
                     scan.reads_last_insert_id,
                     scan.reads_previous_result,
                     scan.reads_diagnostics,
+                    scan.calc_found_rows,
                 ),
             )
         };
@@ -420,6 +421,7 @@ impl Session {
                     reads_last_insert_id: reads.0,
                     reads_previous_result: reads.1,
                     reads_diagnostics: reads.2,
+                    calc_found_rows: reads.3,
                     column_defs: captured
                         .filter(|c| !c.overflow)
                         .and_then(|c| ColumnDefs::of_prepare_reply(&c.buf)),
@@ -556,10 +558,13 @@ impl Session {
         self.row_count = outcome.row_count();
         // FOUND_ROWS() after it, as the server counts it: weir answers it wherever the next
         // statement goes (a hit, or a connection given back, leaves no server to ask).
+        // With SQL_CALC_FOUND_ROWS it is the server's count, read where the statement ran.
+        let calc_found_rows = self.prepared.get(&id).is_some_and(|p| p.calc_found_rows);
         self.found_rows = (outcome.error.is_none()
             && outcome.ended_with_rows
             && !outcome.several_results
-            && !wants_cursor)
+            && !wants_cursor
+            && !calc_found_rows)
             .then_some(outcome.rows);
         self.no_diagnostics = outcome.error.is_none() && !outcome.warned;
         if !self.cache_hit {
