@@ -93,7 +93,7 @@ pub async fn handshake(
         // a file request for a client without CLIENT_LOCAL_FILES with no file).
         capabilities &= !cap::LOCAL_FILES;
     }
-    let greeting_version = server_version.clone();
+    let sha2_fast_path = speaks_caching_sha2(&server_version);
     let greeting = Greeting {
         server_version,
         connection_id,
@@ -179,13 +179,7 @@ pub async fn handshake(
     let mut proof = resp.auth_response.clone();
     let mut switched = false;
     let stage1 = loop {
-        match check_proof(
-            &greeting_version,
-            &plugin,
-            &scramble,
-            secret_of(&user),
-            &proof,
-        ) {
+        match check_proof(sha2_fast_path, &plugin, &scramble, secret_of(&user), &proof) {
             AuthCheck::Ok(stage1) => {
                 if plugin == CACHING_SHA2_PASSWORD {
                     write_auth_more_data(&mut client.wbuf, seq, &[auth::SHA2_FAST_AUTH_SUCCESS]);
@@ -234,14 +228,16 @@ pub async fn handshake(
 /// later knows caching_sha2_password. A MariaDB or older MySQL switches such a client to
 /// mysql_native_password, and MySQL Connector/J reads the fast-auth reply one byte off for
 /// a version below 5.5.16 (MariaDB's `5.5.5-` prefix), failing every login.
+/// `sha2_fast_path`: whether the announced version has caching_sha2_password
+/// ([`speaks_caching_sha2`]).
 fn check_proof(
-    version: &str,
+    sha2_fast_path: bool,
     plugin: &str,
     scramble: &[u8],
     secret: auth::Secret<'_>,
     proof: &[u8],
 ) -> AuthCheck {
-    if plugin == CACHING_SHA2_PASSWORD && !speaks_caching_sha2(version) {
+    if plugin == CACHING_SHA2_PASSWORD && !sha2_fast_path {
         return AuthCheck::SwitchTo(NATIVE_PASSWORD);
     }
     auth::check(plugin, scramble, secret, proof)
@@ -364,11 +360,11 @@ pub async fn change_user(
     let mut proof = req.auth_response.clone();
     let mut switched = false;
     let user = runtime.frontend_users.get(username).cloned();
-    let version = announced_version(&runtime.mysql.server_version);
+    let sha2_fast_path = speaks_caching_sha2(&announced_version(&runtime.mysql.server_version));
     loop {
         let verdict = user
             .as_ref()
-            .map(|u| check_proof(&version, &plugin, &scramble, secret_of(u), &proof));
+            .map(|u| check_proof(sha2_fast_path, &plugin, &scramble, secret_of(u), &proof));
         match (verdict, &user) {
             (Some(AuthCheck::Ok(stage1)), Some(user)) => {
                 if plugin == CACHING_SHA2_PASSWORD {
