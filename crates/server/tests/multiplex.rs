@@ -4125,3 +4125,55 @@ async fn savepoints_keep_the_connection_only_for_their_transaction() {
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     assert_eq!(pool_use(&w).0, 0, "nothing in use while both are idle");
 }
+
+/// A stored function called by DO, UPDATE or INSERT runs with the session, as in a SELECT:
+/// what it changes (here the time zone) stays with its client, which keeps its connection.
+/// A table's column list (`INSERT INTO t (a)`) is no call and pins nothing. Before, only a
+/// SELECT's calls pinned, and the next client on the connection got the time zone.
+#[tokio::test]
+async fn a_write_calling_a_stored_function_keeps_its_connection() {
+    common::create_routine(
+        "CREATE OR REPLACE FUNCTION set_tz_w(z VARCHAR(10)) RETURNS INT DETERMINISTIC \
+         BEGIN SET time_zone = z; RETURN 1; END",
+    )
+    .await;
+    primary("CREATE OR REPLACE TABLE weirtest.sf_w (id INT AUTO_INCREMENT PRIMARY KEY, a INT)");
+    primary("INSERT INTO weirtest.sf_w (a) VALUES (0)");
+    let w = start_with_max(2, "");
+    for (sql, zone) in [
+        ("DO set_tz_w('+05:00')", "+05:00"),
+        ("UPDATE sf_w SET a = set_tz_w('+06:00')", "+06:00"),
+        ("INSERT INTO sf_w (a) VALUES (set_tz_w('+07:00'))", "+07:00"),
+    ] {
+        let mut a = connect(&w, Some("weirtest")).await;
+        a.query_drop(sql).await.unwrap();
+        let own: Option<String> = a.query_first("SELECT @@time_zone").await.unwrap();
+        assert_eq!(own.as_deref(), Some(zone), "{sql}");
+        for _ in 0..4 {
+            let mut b = connect(&w, Some("weirtest")).await;
+            let tz: Option<String> = b.query_first("SELECT @@time_zone").await.unwrap();
+            assert_ne!(
+                tz.as_deref(),
+                Some(zone),
+                "another client's time_zone after {sql}"
+            );
+            b.disconnect().await.unwrap();
+        }
+        let own: Option<String> = a.query_first("SELECT @@time_zone").await.unwrap();
+        assert_eq!(own.as_deref(), Some(zone), "{sql}");
+        a.disconnect().await.unwrap();
+    }
+    // Column lists are not calls: the only connection goes back to the pool.
+    let w = start_with_max(1, "");
+    let mut x = connect(&w, Some("weirtest")).await;
+    x.query_drop("INSERT INTO weirtest.sf_w (a) VALUES (1)")
+        .await
+        .unwrap();
+    x.query_drop("INSERT INTO sf_w (id, a) VALUES (NULL, 2), (NULL, 3)")
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let mut y = connect(&w, Some("weirtest")).await;
+    y.query_drop("SELECT 1").await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}

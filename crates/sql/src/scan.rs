@@ -119,6 +119,10 @@ pub struct QueryScan {
     /// not a built-in function, or one qualified by a schema): it may write, so even a SELECT
     /// must not run twice, and it may change the session ([`QueryScan::run_pins`]).
     pub calls_routine: bool,
+    /// Whether a SELECT, DO, INSERT, REPLACE, UPDATE or DELETE among the statements calls a
+    /// function that may be a stored one (a table's column list, `INSERT INTO t (a)`, is not
+    /// a call): it runs with the session, which it may change.
+    pub runs_stored_function: bool,
     /// Whether a statement is `LOAD DATA | XML [LOW_PRIORITY | CONCURRENT] LOCAL INFILE`: it
     /// asks the client for a file.
     pub load_data_local: bool,
@@ -138,14 +142,14 @@ pub struct QueryScan {
 }
 
 impl QueryScan {
-    /// What running the statement pins: [`QueryScan::pin`], and for a SELECT calling a
-    /// function that may be a stored one, [`Pin::UNTRACKED`]: a stored function runs with the
-    /// session and may set variables, take locks or create temporary tables weir would not
-    /// see, as a CALL may. Only in a SELECT, where a name before `(` is a call (elsewhere it
-    /// may be a table's column list). A reply from the query cache runs nothing: the
-    /// statement's own [`QueryScan::pin`] decides whether it may come from there.
+    /// What running the statement pins: [`QueryScan::pin`], and for a statement calling a
+    /// function that may be a stored one ([`QueryScan::runs_stored_function`]),
+    /// [`Pin::UNTRACKED`]: a stored function runs with the session and may set variables, take
+    /// locks or create temporary tables weir would not see, as a CALL may. A reply from the
+    /// query cache runs nothing: the statement's own [`QueryScan::pin`] decides whether it
+    /// may come from there.
     pub fn run_pins(&self) -> u32 {
-        if self.calls_routine && self.kind == StatementKind::Select {
+        if self.runs_stored_function {
             self.pin.0 | Pin::UNTRACKED
         } else {
             self.pin.0
@@ -199,12 +203,17 @@ fn note_function(out: &mut QueryScan, w: &[u8]) -> bool {
 
 /// Whether `(` comes next in `q` from `i`, after any whitespace (a call).
 #[inline(always)]
-fn paren_follows(q: &[u8], mut i: usize) -> bool {
+fn paren_follows(q: &[u8], i: usize) -> bool {
+    next_byte_is(q, i, b'(')
+}
+
+/// Whether `want` comes next in `q` from `i`, after any whitespace.
+#[inline(always)]
+fn next_byte_is(q: &[u8], mut i: usize, want: u8) -> bool {
     while let Some(&b) = q.get(i) {
         match b {
-            b'(' => return true,
             b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            _ => return false,
+            _ => return b == want,
         }
     }
     false
@@ -260,6 +269,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
         statement_scoped_set: false,
         sequence_write: false,
         calls_routine: false,
+        runs_stored_function: false,
         keeps_diagnostics: false,
         diagnostics_statement: false,
     };
@@ -281,6 +291,11 @@ pub fn scan(q: &[u8]) -> QueryScan {
     let mut after_into = false;
     // Right after `@@` (or `@@session.`): the name of a system variable comes.
     let mut sysvar = false;
+    // The next name is a table's (after INSERT INTO, REPLACE, WITH...): a `(` after it opens
+    // a column list, not a call's arguments.
+    let mut table_next = false;
+    // The current statement calls a name that may be a stored function.
+    let mut stmt_calls = false;
     let mut for_update = false;
     // How far `LOCK IN SHARE MODE` has been read: 1 after LOCK, 2 after LOCK IN.
     let mut lock_in_share = 0u8;
@@ -407,6 +422,7 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 // A quoted function name (`FOUND_ROWS`()) is the function all the same, and
                 // a quoted system variable (@@`warning_count`) the variable.
                 let mut scope = false;
+                let table_position = std::mem::take(&mut table_next);
                 if b == b'`' {
                     let name = q.get(start + 1..i.saturating_sub(1)).unwrap_or_default();
                     let mut j = i;
@@ -415,9 +431,12 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     }
                     if sysvar {
                         scope = note_system_variable(&mut out, name) && j < n && q[j] == b'.';
+                    } else if table_position {
+                        // `db`.`t`: the table's name follows the dot.
+                        table_next = j < n && q[j] == b'.';
                     } else if j < n && q[j] == b'(' {
                         names_table |= note_function(&mut out, name);
-                        out.calls_routine |=
+                        stmt_calls |=
                             qualified(q, start) || !crate::builtins::is_builtin_callable(name);
                     }
                 }
@@ -481,6 +500,9 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 let kind = finish(&mut out, &words, nwords, for_update, &q[stmt_start..i]);
                 let get_diagnostics = get_diagnostics(&words, nwords);
                 after_statement(&mut out, kind, stmt_user_var, get_diagnostics);
+                note_calls(&mut out, stmt_calls, kind, &words, nwords);
+                stmt_calls = false;
+                table_next = false;
                 stmt_user_var = false;
                 nwords = 0;
                 after_for = false;
@@ -495,9 +517,15 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     i += 1;
                 }
                 let w = &q[start..i];
-                if !out.calls_routine && paren_follows(q, i) {
-                    out.calls_routine =
-                        qualified(q, start) || !crate::builtins::is_builtin_callable(w);
+                let called = paren_follows(q, i);
+                if std::mem::take(&mut table_next) {
+                    // `db.t`: the table's name follows the dot.
+                    table_next = next_byte_is(q, i, b'.');
+                } else if !stmt_calls && called {
+                    stmt_calls = qualified(q, start) || !crate::builtins::is_builtin_callable(w);
+                }
+                if !called && introduces_table(w, &words, nwords) {
+                    table_next = true;
                 }
                 if sysvar {
                     // The scope (`@@session.`): the name follows the dot.
@@ -597,12 +625,56 @@ pub fn scan(q: &[u8]) -> QueryScan {
     );
     let get_diagnostics = get_diagnostics(&words, nwords);
     after_statement(&mut out, kind, stmt_user_var, get_diagnostics);
+    note_calls(&mut out, stmt_calls, kind, &words, nwords);
     if saw_use && out.statements > 1 {
         out.pin.0 |= Pin::UNTRACKED;
     }
     out.kill_in_batch = kills > 0 && out.statements > 1;
     out.keeps_diagnostics &= !names_table && !out.sequence_write;
     out
+}
+
+/// Records what a finished statement's calls of names that may be stored functions mean:
+/// a SELECT, DO, INSERT, REPLACE, UPDATE or DELETE runs them with the session. In other
+/// statements (DDL) a name before `(` is mostly a key's or a reference's column list.
+fn note_calls(
+    out: &mut QueryScan,
+    calls: bool,
+    kind: Option<StatementKind>,
+    words: &[&[u8]; 4],
+    nwords: usize,
+) {
+    if !calls {
+        return;
+    }
+    out.calls_routine = true;
+    out.runs_stored_function |= matches!(
+        kind,
+        Some(
+            StatementKind::Select
+                | StatementKind::Insert
+                | StatementKind::Update
+                | StatementKind::Delete
+        )
+    ) || (nwords > 0 && eq(words[0], "DO"));
+}
+
+/// Whether the word `w` (not followed by `(`), read after `words`, is followed by a table's
+/// name: INSERT / REPLACE [LOW_PRIORITY | HIGH_PRIORITY | DELAYED] [IGNORE] [INTO] t, and
+/// `WITH [RECURSIVE] cte`, whose column lists are not calls.
+#[inline(always)]
+fn introduces_table(w: &[u8], words: &[&[u8]; 4], nwords: usize) -> bool {
+    let is = |name: &[u8]| w.eq_ignore_ascii_case(name);
+    let inserting = || nwords > 0 && (eq(words[0], "INSERT") || eq(words[0], "REPLACE"));
+    match w.len() {
+        4 => is(b"INTO") || is(b"WITH"),
+        6 => (nwords == 0 && is(b"INSERT")) || (is(b"IGNORE") && inserting()),
+        7 => (nwords == 0 && is(b"REPLACE")) || (is(b"DELAYED") && inserting()),
+        9 => is(b"RECURSIVE"),
+        12 => is(b"LOW_PRIORITY") && inserting(),
+        13 => is(b"HIGH_PRIORITY") && inserting(),
+        _ => false,
+    }
 }
 
 /// Whether a statement of this kind leaves the previous statement's diagnostics in place
@@ -1110,6 +1182,51 @@ mod tests {
         );
         assert_eq!(scan(b"SELECT f_side()").pin.0, 0, "cacheable by a rule");
         assert_eq!(scan(b"INSERT INTO t (a) VALUES (1)").run_pins(), 0);
+        // Statements that run what they call, with the session.
+        for q in [
+            "DO f_side()",
+            "DO 1; SELECT 2",
+            "UPDATE t SET a = f_side(a) WHERE id = 1",
+            "DELETE FROM t WHERE my_check(a)",
+            "INSERT INTO t (a) VALUES (f_side(1))",
+            "INSERT INTO db.t (a) SELECT db.f(b) FROM s",
+            "INSERT INTO t SET a = `f_side`(1)",
+            "REPLACE t (a) VALUE (f_side())",
+            "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = f_side(VALUES(a))",
+            "SELECT 1; UPDATE t SET a = f_side()",
+            "SELECT HIGH_PRIORITY f_side() FROM t",
+            "SELECT a INTO @v FROM t WHERE f_side(a)",
+        ] {
+            let r = scan(q.as_bytes());
+            if q.starts_with("DO 1") {
+                assert!(!r.runs_stored_function, "{q}");
+                continue;
+            }
+            assert!(r.runs_stored_function && r.calls_routine, "{q}");
+            assert!(r.run_pins() & Pin::UNTRACKED != 0, "{q}");
+        }
+        // A table's column list, a key's, a CTE's: no call.
+        for q in [
+            "INSERT INTO t (a, b) VALUES (1, 2), (3, 4)",
+            "INSERT t(a) VALUE (1)",
+            "insert into `db`.`t` (`a`) values (?)",
+            "INSERT INTO db . t (a) VALUES (1)",
+            "INSERT LOW_PRIORITY IGNORE INTO t (a) SELECT b FROM s",
+            "INSERT HIGH_PRIORITY t (a) VALUES (1)",
+            "INSERT DELAYED IGNORE t (a) VALUES (1)",
+            "REPLACE INTO t (a) VALUES (REPLACE('a', 'b', 'c'))",
+            "INSERT INTO t PARTITION (p0) (a) VALUES (1)",
+            "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a) + 1",
+            "WITH cte (a) AS (SELECT 1) SELECT a FROM cte",
+            "WITH RECURSIVE r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
+            "CREATE TABLE t (a INT, KEY k (a))",
+            "UPDATE t1 JOIN t2 USING (id) SET t1.a = CONCAT(t2.b, 'x')",
+            "DELETE FROM t WHERE a IN (SELECT b FROM s)",
+        ] {
+            let r = scan(q.as_bytes());
+            assert!(!r.runs_stored_function, "{q}");
+            assert_eq!(r.run_pins() & Pin::UNTRACKED, 0, "{q}");
+        }
         for q in [
             "SELECT f_side()",
             "SELECT f_side ( 1 )",
