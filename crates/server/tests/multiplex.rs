@@ -4177,3 +4177,26 @@ async fn a_write_calling_a_stored_function_keeps_its_connection() {
     y.query_drop("SELECT 1").await.unwrap();
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
+
+/// A string user variable set under the `binary` collation is replayed on another connection
+/// with its collation quoted: `COLLATE binary` is a syntax error (`binary` is a reserved
+/// word), and every statement of the session failed with 1064 before.
+#[tokio::test]
+async fn a_user_variable_set_under_the_binary_collation_follows_its_client() {
+    let w = start_with_max(2, "");
+    let mut a = connect(&w, Some("weirtest")).await;
+    a.query_drop("SET collation_connection = binary")
+        .await
+        .unwrap();
+    a.query_drop("SET @bin_v = 'abc'").await.unwrap();
+    // b holds a's last connection in a transaction: a's next statement runs on another one.
+    let mut b = connect(&w, Some("weirtest")).await;
+    b.query_drop("BEGIN").await.unwrap();
+    b.query_drop("SELECT 1").await.unwrap();
+    let row: Option<(Option<Vec<u8>>, String)> = a
+        .query_first("SELECT @bin_v, COLLATION(@bin_v)")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", w.stderr_tail(20)));
+    assert_eq!(row, Some((Some(b"abc".to_vec()), "binary".into())));
+    b.query_drop("COMMIT").await.unwrap();
+}

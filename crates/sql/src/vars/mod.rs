@@ -262,8 +262,10 @@ impl SessionVars {
                 format!("_{charset}{value}")
             };
             if let Some(collation) = collation {
-                replay.push_str(" COLLATE ");
+                // Quoted: `binary` is a reserved word (`COLLATE binary` is a syntax error).
+                replay.push_str(" COLLATE `");
                 replay.push_str(collation);
+                replay.push('`');
             }
             *value = replay.into();
         }

@@ -664,7 +664,7 @@ fn user_string_literals_keep_the_collation_they_were_set_in() {
     let v = |s: &str| Some(s.into());
     assert_eq!(
         literal(&[], "SET @s = 'X0'"),
-        vec![v("_utf8mb4'X0' COLLATE utf8mb4_general_ci")]
+        vec![v("_utf8mb4'X0' COLLATE `utf8mb4_general_ci`")]
     );
     assert_eq!(
         literal(
@@ -675,19 +675,24 @@ fn user_string_literals_keep_the_collation_they_were_set_in() {
     );
     assert_eq!(
         literal(&["SET NAMES utf8mb4 COLLATE utf8mb4_bin"], "SET @s = 'a'"),
-        vec![v("_utf8mb4'a' COLLATE utf8mb4_bin")]
+        vec![v("_utf8mb4'a' COLLATE `utf8mb4_bin`")]
     );
     // Read before the statement's own SET NAMES runs.
     assert_eq!(
         literal(&[], "SET NAMES latin1, @s = 'a'")[3],
-        v("_utf8mb4'a' COLLATE utf8mb4_general_ci")
+        v("_utf8mb4'a' COLLATE `utf8mb4_general_ci`")
     );
     assert_eq!(
         literal(
             &["SET collation_connection = utf8mb4_unicode_ci"],
             "SET @s = 'a'"
         ),
-        vec![v("_utf8mb4'a' COLLATE utf8mb4_unicode_ci")]
+        vec![v("_utf8mb4'a' COLLATE `utf8mb4_unicode_ci`")]
+    );
+    // `binary` is a reserved word: quoted.
+    assert_eq!(
+        literal(&["SET collation_connection = binary"], "SET @s = 'a'"),
+        vec![v("_binary'a' COLLATE `binary`")]
     );
     assert_eq!(
         literal(&["SET character_set_connection = ucs2"], "SET @s = 'a'"),
@@ -697,7 +702,7 @@ fn user_string_literals_keep_the_collation_they_were_set_in() {
     let vars = state(&["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"]);
     let mut a = assignments("SET @s = 'a'");
     assert!(vars.pin_literal_collations(&mut a, 255));
-    assert_eq!(a[0].value, v("_utf8mb4'a' COLLATE utf8mb4_unicode_ci"));
+    assert_eq!(a[0].value, v("_utf8mb4'a' COLLATE `utf8mb4_unicode_ci`"));
     // An introducer says it all; NULL and DEFAULT have no collation.
     assert_eq!(
         literal(&[], "SET @s = _latin1'a', @u = NULL"),
