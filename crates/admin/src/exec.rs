@@ -915,10 +915,12 @@ pub fn bootstrap(
                 datadir.join("weir.db").display()
             ))
         })?;
-        for m in Module::ALL {
-            store.write_module(Target::Disk, m, file)?;
-            store.write_module(Target::Memory, m, file)?;
-        }
+        store.write_everywhere(file).map_err(|e| {
+            AdminError::general(format!(
+                "the configuration file could not be written to {}, which is unchanged: {e}",
+                datadir.join("weir.db").display()
+            ))
+        })?;
         tracing::info!(
             fresh,
             initial,

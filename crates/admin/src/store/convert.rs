@@ -663,28 +663,43 @@ pub(super) fn add_missing_variables(
     Ok(added)
 }
 
-/// Replaces the tables of `module` in `target` with those of `tables`, in one transaction.
-pub(super) fn write_module(
+/// Replaces the tables of each `(target, module)` of `parts` with those of `tables`, all in
+/// one transaction: on any error nothing changes.
+pub(super) fn write_modules(
     conn: &Connection,
+    parts: &[(Target, Module)],
+    tables: &ConfigTables,
+) -> Result<(), StoreError> {
+    let tx = conn
+        .unchecked_transaction()
+        .map_err(StoreError::sqlite("starting a configuration write"))?;
+    for &(target, module) in parts {
+        write_module_in(&tx, target, module, tables)?;
+    }
+    // Dropping `tx` on an early return above rolls back: nothing half-applies.
+    tx.commit()
+        .map_err(StoreError::sqlite("committing a configuration write"))
+}
+
+/// Replaces the tables of `module` in `target` with those of `tables`, inside the caller's
+/// transaction.
+fn write_module_in(
+    tx: &Connection,
     target: Target,
     module: Module,
     tables: &ConfigTables,
 ) -> Result<(), StoreError> {
-    let context = || format!("saving {} to {}", module.as_str(), target.as_str());
-    let tx = conn
-        .unchecked_transaction()
-        .map_err(StoreError::sqlite(context()))?;
     match module {
         Module::MysqlServers => {
             replace(
-                &tx,
+                tx,
                 target,
                 &SERVERS,
                 None,
                 tables.mysql_servers.iter().map(server_values),
             )?;
             replace(
-                &tx,
+                tx,
                 target,
                 &REPLICATION,
                 None,
@@ -695,22 +710,21 @@ pub(super) fn write_module(
             )?;
         }
         Module::MysqlUsers => replace(
-            &tx,
+            tx,
             target,
             &USERS,
             None,
             tables.mysql_users.iter().map(user_values),
         )?,
         Module::MysqlQueryRules => replace(
-            &tx,
+            tx,
             target,
             &RULES,
             None,
             tables.mysql_query_rules.iter().map(rule_values),
         )?,
-        Module::MysqlVariables => replace_variables(&tx, target, &tables.mysql_variables)?,
-        Module::AdminVariables => replace_variables(&tx, target, &tables.admin_variables)?,
+        Module::MysqlVariables => replace_variables(tx, target, &tables.mysql_variables)?,
+        Module::AdminVariables => replace_variables(tx, target, &tables.admin_variables)?,
     }
-    // Dropping `tx` on an early return above rolls back: nothing half-applies.
-    tx.commit().map_err(StoreError::sqlite(context()))
+    Ok(())
 }

@@ -453,7 +453,17 @@ impl Store {
         module: crate::Module,
         tables: &ConfigTables,
     ) -> Result<(), StoreError> {
-        convert::write_module(&self.conn, target, module, tables)
+        convert::write_modules(&self.conn, &[(target, module)], tables)
+    }
+
+    /// Replaces the tables of every module in both memory and disk with those of `tables`,
+    /// in one transaction: a seed from the config file is written whole or not at all.
+    pub fn write_everywhere(&self, tables: &ConfigTables) -> Result<(), StoreError> {
+        let parts: Vec<_> = crate::Module::ALL
+            .into_iter()
+            .flat_map(|m| [(Target::Disk, m), (Target::Memory, m)])
+            .collect();
+        convert::write_modules(&self.conn, &parts, tables)
     }
 
     /// Gives every variable of the variables `module` a `global_variables` row in `target`,

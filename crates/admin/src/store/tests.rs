@@ -264,6 +264,25 @@ fn write_module_touches_only_its_module() {
     assert_eq!(back.admin_variables.get("web_port"), Some("6081"));
 }
 
+/// A seed from the config file is written to every module and layer at once: one bad row
+/// (here a user's attributes that are not JSON) leaves every table as it was, where before the
+/// servers written ahead of it stayed replaced (`--initial` lost the saved servers).
+#[test]
+fn a_failed_seed_changes_nothing() {
+    let s = store();
+    let tables = sample_tables();
+    s.write_everywhere(&tables).expect("seed");
+    let mut bad = ConfigTables::default();
+    bad.mysql_servers.push(ServerRow::new(7, "other", 3306));
+    let mut user = UserRow::new("u", Password::Clear(String::new()));
+    user.attributes = "{bad".into();
+    bad.mysql_users.push(user);
+    s.write_everywhere(&bad).expect_err("bad attributes");
+    let expected = sorted(tables);
+    assert_eq!(s.read_tables(Target::Disk).expect("disk"), expected);
+    assert_eq!(s.read_tables(Target::Memory).expect("memory"), expected);
+}
+
 #[test]
 fn a_failed_write_changes_nothing() {
     let s = store();

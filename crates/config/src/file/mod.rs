@@ -294,7 +294,7 @@ fn user(r: &mut Row<'_>) -> Option<UserRow> {
     u.backend = r.bool_or(&["backend"], u.backend);
     u.frontend = r.bool_or(&["frontend"], u.frontend);
     u.max_connections = r.u32_or(&["max_connections"], u.max_connections);
-    u.attributes = r.string_or(&["attributes"], "");
+    u.attributes = r.json_or_empty(&["attributes"]);
     u.comment = r.string_or(&["comment"], "");
     Some(u)
 }
@@ -339,7 +339,7 @@ fn query_rule(r: &mut Row<'_>, next_id: &mut u32) -> Option<QueryRuleRow> {
     q.gtid_from_hostgroup = r.opt_u32(&["gtid_from_hostgroup"]);
     q.log = r.opt_bool(&["log"]);
     q.apply = r.bool_or(&["apply"], q.apply);
-    q.attributes = r.string_or(&["attributes"], "");
+    q.attributes = r.json_or_empty(&["attributes"]);
     q.comment = r.opt_string(&["comment"]);
     Some(q)
 }

@@ -86,6 +86,23 @@ impl<'a> Row<'a> {
         self.string_with_key(names).map(|(_, s)| s)
     }
 
+    /// An `attributes` column: empty or a JSON document, as the admin table's CHECK wants
+    /// (checked here so that a file weir accepts can always be written to its tables).
+    pub(super) fn json_or_empty(&mut self, names: &[&str]) -> String {
+        let Some((key, text)) = self.string_with_key(names) else {
+            return String::new();
+        };
+        if !text.is_empty() {
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(&text) {
+                self.error(
+                    &key,
+                    format!("not a JSON document ({e}): give '' or a JSON object such as '{{}}'"),
+                );
+            }
+        }
+        text
+    }
+
     /// A string column with a default.
     pub(super) fn string_or(&mut self, names: &[&str], default: &str) -> String {
         self.opt_string(names)

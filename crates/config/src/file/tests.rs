@@ -175,10 +175,12 @@ use_ssl = 2
 [[mysql_users]]
 password = "p"
 active = "yes"
+attributes = "{bad"
 [[mysql_query_rules]]
 rule_id = "one"
 flagIN = 1.5
 multiplex = 300
+attributes = '{"ok": 1} trailing'
 [[mysql_replication_hostgroups]]
 writer_hostgroup = 1
 "#;
@@ -201,9 +203,11 @@ writer_hostgroup = 1
             "mysql_servers[1].use_ssl",
             "mysql_users[0].username",
             "mysql_users[0].active",
+            "mysql_users[0].attributes",
             "mysql_query_rules[0].rule_id",
             "mysql_query_rules[0].flagIN",
             "mysql_query_rules[0].multiplex",
+            "mysql_query_rules[0].attributes",
             "mysql_replication_hostgroups[0].reader_hostgroup",
         ],
         "{e:#?}"
@@ -221,6 +225,7 @@ writer_hostgroup = 1
     assert!(msg("mysql_users[0].username").contains("missing required key"));
     assert!(msg("mysql_variables.server_version").contains("quote"));
     assert!(msg("mysql_query_rules[0].flagIN").contains("a float"));
+    assert!(msg("mysql_users[0].attributes").contains("not a JSON document"));
 }
 
 #[test]
