@@ -286,6 +286,21 @@ pub(super) fn warnings(tables: &ConfigTables, admin: &AdminVariables) -> Vec<Str
         }
     }
     let mut out = Vec::new();
+    for (name, what) in [
+        ("auditlog_filename", "an audit log"),
+        ("eventslog_filename", "an events log"),
+    ] {
+        if tables
+            .mysql_variables
+            .get(name)
+            .is_some_and(|v| !v.is_empty())
+        {
+            out.push(format!(
+                "mysql_variables.{name}: set, but weir writes no {what} yet (the variable is \
+                 accepted for compatibility only)"
+            ));
+        }
+    }
     for (i, u) in tables
         .mysql_users
         .iter()

@@ -255,3 +255,28 @@ fn replication_pair_makes_both_hostgroups_known() {
     let Ok(rt) = rt else { panic!("{rt:?}") };
     assert!(rt.warnings.is_empty(), "{:?}", rt.warnings);
 }
+
+/// A firewall weir does not have is refused rather than silently off; logs it does not
+/// write yet are warned about.
+#[test]
+fn a_firewall_and_logs_weir_lacks_are_not_silently_accepted() {
+    let mut t = tables();
+    t.mysql_variables
+        .set("firewall_whitelist_enabled", "1")
+        .expect("a valid value");
+    let e = Runtime::build(&t).expect_err("firewall");
+    assert_eq!(
+        paths(&e),
+        ["mysql_variables.firewall_whitelist_enabled"],
+        "{e:?}"
+    );
+    assert!(e.iter().any(|e| e.message.contains("no query firewall")));
+    let mut t = tables();
+    t.mysql_variables
+        .set("auditlog_filename", "/var/log/weir/audit.log")
+        .expect("a valid value");
+    let rt = Runtime::build(&t);
+    let Ok(rt) = rt else { panic!("{rt:?}") };
+    assert_eq!(rt.warnings.len(), 1, "{:?}", rt.warnings);
+    assert!(rt.warnings[0].contains("auditlog_filename"));
+}

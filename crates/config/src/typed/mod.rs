@@ -311,6 +311,14 @@ impl MysqlVariables {
             monitor_slave_lag_when_null: r.u32("monitor_slave_lag_when_null"),
             monitor_writer_is_also_reader: r.bool("monitor_writer_is_also_reader"),
         };
+        // Accepting it would pass every query a migrated ProxySQL configuration meant to block.
+        if r.u32("firewall_whitelist_enabled") != 0 {
+            r.err(
+                "firewall_whitelist_enabled",
+                "weir has no query firewall yet: with 1, queries would not be filtered. Set it \
+                 to 0 (keep the whitelist rules elsewhere until weir's firewall exists)",
+            );
+        }
         r.finish(value)
     }
 }
