@@ -241,16 +241,8 @@ fn tokenize(input: &str) -> Lexed {
                             break;
                         }
                     }
-                    Some('\\') if c != '`' && i + 1 < chars.len() => {
-                        value.push(match chars[i + 1] {
-                            'n' => '\n',
-                            't' => '\t',
-                            'r' => '\r',
-                            '0' => '\0',
-                            other => other,
-                        });
-                        i += 2;
-                    }
+                    // A backslash is a plain character, as in the SQLite statements (docs/admin.md):
+                    // `SET mysql-x = 'a\b'` stores what `UPDATE global_variables` would.
                     Some(&other) => {
                         value.push(other);
                         i += 1;

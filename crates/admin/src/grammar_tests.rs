@@ -106,6 +106,11 @@ fn set_variable_forms() {
     );
     assert_eq!(cmd("SET mysql-x = ''"), sv("mysql-x", ""));
     assert_eq!(cmd("SET mysql-x = 'it''s'"), sv("mysql-x", "it's"));
+    // Backslashes are plain characters, as in UPDATE global_variables (SQLite's strings).
+    assert_eq!(
+        cmd(r"SET admin-admin_credentials = 'admin:admin;r:p\w\n'"),
+        sv("admin-admin_credentials", r"admin:admin;r:p\w\n")
+    );
     assert_eq!(cmd("SET mysql-x = -1"), sv("mysql-x", "-1"));
     assert_eq!(
         cmd("SET MYSQL-Max_Connections=10"),
