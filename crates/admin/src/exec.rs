@@ -673,7 +673,7 @@ impl Admin {
             }
             return Some(match name {
                 "version_comment" => Some("weir admin (ProxySQL compatible)".into()),
-                "version" => Some(self.control.server_version()),
+                "version" => Some(reported_version(&self.control.server_version())),
                 "max_allowed_packet" => Some(rt.mysql.max_allowed_packet.to_string()),
                 "auto_increment_increment" | "autocommit" => Some("1".into()),
                 "character_set_client"
@@ -701,7 +701,7 @@ impl Admin {
             "user()" | "current_user()" | "session_user()" | "system_user()" => {
                 Some(format!("{}@{}", session.user, session.host))
             }
-            "version()" => Some(self.control.server_version()),
+            "version()" => Some(reported_version(&self.control.server_version())),
             "connection_id()" => Some(session.connection_id.to_string()),
             _ => return None,
         })
@@ -946,6 +946,15 @@ pub fn bootstrap(
         ))
     })?;
     Ok((store, tables))
+}
+
+/// The version a statement reads (`@@version`, `VERSION()`): the announced one without the
+/// `5.5.5-` a MariaDB handshake puts in front for old clients, as MariaDB itself answers.
+fn reported_version(announced: &str) -> String {
+    match announced.strip_prefix("5.5.5-") {
+        Some(rest) if rest.to_ascii_lowercase().contains("mariadb") => rest.to_string(),
+        _ => announced.to_string(),
+    }
 }
 
 /// Notes for restart-only variables whose loaded value differs from the one in force since
@@ -1274,6 +1283,16 @@ fn split_alias(item: &str) -> (&str, Option<&str>) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_read_the_version_without_mariadbs_handshake_prefix() {
+        assert_eq!(
+            reported_version("5.5.5-10.11.19-MariaDB-0+deb12u1-log"),
+            "10.11.19-MariaDB-0+deb12u1-log"
+        );
+        assert_eq!(reported_version("8.0.36"), "8.0.36");
+        assert_eq!(reported_version("5.5.5-custom"), "5.5.5-custom");
+    }
 
     #[test]
     fn versioned_comments_are_run() {
