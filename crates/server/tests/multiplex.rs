@@ -4200,3 +4200,37 @@ async fn a_user_variable_set_under_the_binary_collation_follows_its_client() {
     assert_eq!(row, Some((Some(b"abc".to_vec()), "binary".into())));
     b.query_drop("COMMIT").await.unwrap();
 }
+
+/// Under NO_BACKSLASH_ESCAPES a backslash ends nothing: `'C:\'` is a whole string, and what
+/// follows it (an assignment, a lock) is seen and keeps the connection with its client, as on
+/// the server. Before, weir read on to the next quote, let the connection go, and the lock
+/// stayed with the pool (another client appeared to hold it; `@v` read NULL).
+#[tokio::test]
+async fn no_backslash_escapes_is_read_as_the_server_reads_it() {
+    let w = start_with_max(2, "");
+    let mut a = connect(&w, Some("weirtest")).await;
+    a.query_drop("SET sql_mode = 'NO_BACKSLASH_ESCAPES'")
+        .await
+        .unwrap();
+    let row: Option<(String, i64, i64)> = a
+        .query_first(r"SELECT 'C:\' AS p, @nbe_v := 42, GET_LOCK('lk_nbe', 0) -- '")
+        .await
+        .unwrap();
+    assert_eq!(row, Some((r"C:\".to_string(), 42, 1)));
+    // b takes whatever connection is free, in a transaction so that it keeps it.
+    let mut b = connect(&w, Some("weirtest")).await;
+    b.query_drop("BEGIN").await.unwrap();
+    let mine: Option<Option<i64>> = b
+        .query_first("SELECT IS_USED_LOCK('lk_nbe') = CONNECTION_ID()")
+        .await
+        .unwrap();
+    assert_eq!(mine, Some(Some(0)), "b holds a's lock");
+    let v: Option<Option<i64>> = a.query_first("SELECT @nbe_v").await.unwrap();
+    assert_eq!(v, Some(Some(42)));
+    let released: Option<Option<i64>> = a
+        .query_first("SELECT RELEASE_LOCK('lk_nbe')")
+        .await
+        .unwrap();
+    assert_eq!(released, Some(Some(1)));
+    b.query_drop("COMMIT").await.unwrap();
+}

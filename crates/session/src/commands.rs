@@ -140,9 +140,10 @@ impl Session {
 
     async fn query(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
+        let lexing = self.vars.lexing(self.login.collation);
         let scan = {
             let p = cmd.payload();
-            weir_sql::scan(p.get(1..).unwrap_or_default())
+            weir_sql::scan_with(p.get(1..).unwrap_or_default(), lexing)
         };
         self.counted = Some(scan.command);
         self.repeatable = crate::stmt::repeatable(&scan);
@@ -190,7 +191,7 @@ impl Session {
         let mut decision = std::mem::take(&mut self.decision);
         let pins = {
             let p = cmd.payload();
-            self.plan_effects(p.get(1..).unwrap_or_default(), &scan)
+            self.plan_effects(p.get(1..).unwrap_or_default(), &scan, lexing)
         };
         let plain = decision.error_msg.is_none()
             && decision.ok_msg.is_none()
@@ -295,7 +296,7 @@ impl Session {
                 && decision.ok_msg.is_none()
                 // What runs is what must be cacheable.
                 && match &decision.rewritten {
-                    Some(text) => cacheable_statement(&weir_sql::scan(text)),
+                    Some(text) => cacheable_statement(&weir_sql::scan_with(text, lexing)),
                     None => cacheable_statement(&scan),
                 }
                 && self.cache_usable()
@@ -304,7 +305,7 @@ impl Session {
         // for the statements reading them; what runs is what counts.
         let keeps = {
             let judged = match &decision.rewritten {
-                Some(text) => std::borrow::Cow::Owned(weir_sql::scan(text)),
+                Some(text) => std::borrow::Cow::Owned(weir_sql::scan_with(text, lexing)),
                 None => std::borrow::Cow::Borrowed(&scan),
             };
             judged.diagnostics_statement

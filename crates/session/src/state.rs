@@ -138,9 +138,17 @@ impl Held {
 impl Session {
     /// Reads what a query will change and which of its pin reasons weir follows instead;
     /// returns the pin reasons left.
-    pub(crate) fn plan_effects(&mut self, text: &[u8], scan: &weir_sql::QueryScan) -> u32 {
+    pub(crate) fn plan_effects(
+        &mut self,
+        text: &[u8],
+        scan: &weir_sql::QueryScan,
+        lexing: weir_sql::Lexing,
+    ) -> u32 {
         use weir_sql::{Pin, StatementKind};
         let mut pins = scan.run_pins();
+        // The SET and lock-call parsers read strings the default way: where this session's
+        // lexing would read the text differently, what they make of it is not trusted.
+        let unusual = lexing.matters_for(text);
         let fx = &mut self.effects;
         *fx = Effects::default();
         fx.reads_last_insert_id = scan.reads_last_insert_id;
@@ -150,7 +158,11 @@ impl Session {
         fx.drops_schema = scan.drops_schema;
         if scan.kind == StatementKind::Set && scan.statements == 1 {
             fx.set_statement = true;
-            let parsed = weir_sql::parse_set(text);
+            let parsed = if unusual {
+                SetEffect::Untracked
+            } else {
+                weir_sql::parse_set(text)
+            };
             if let SetEffect::Tracked(a) | SetEffect::Evaluated(a, _) = &parsed {
                 if a.iter().any(|a| {
                     matches!(
@@ -207,7 +219,7 @@ impl Session {
                 SetEffect::Tracked(_) | SetEffect::Evaluated(..) | SetEffect::Untracked => {}
             }
         }
-        if pins & Pin::USER_LOCK != 0 {
+        if pins & Pin::USER_LOCK != 0 && !unusual {
             weir_sql::lock_calls(text, &mut fx.locks);
             pins &= !Pin::USER_LOCK;
         }

@@ -21,6 +21,6 @@ pub use collations::{collation_by_id, max_bytes_per_char, COLLATIONS};
 pub use command::SqlCommand;
 pub use digest::{digest_into, format_digest, format_digest_into, parse_digest, DigestOptions};
 pub use locks::{lock_calls, LockCall};
-pub use scan::{scan, Pin, QueryScan, StatementKind, TextPrepare};
+pub use scan::{scan, scan_with, Lexing, Multibyte, Pin, QueryScan, StatementKind, TextPrepare};
 pub use set::{parse_set, Assignment, ReadBack, SetEffect, Slot, DATABASE_CHARSET};
 pub use vars::{SessionVars, SyncContext};

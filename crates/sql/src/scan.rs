@@ -245,8 +245,88 @@ fn note_system_variable(out: &mut QueryScan, name: &[u8]) -> bool {
     false
 }
 
-/// Scans a query.
+/// How the server's lexer reads a session's statements: what changes where a quoted string
+/// or a comment ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lexing {
+    /// sql_mode has NO_BACKSLASH_ESCAPES: a backslash in a string is a plain character.
+    pub no_backslash_escapes: bool,
+    /// The client's charset has two-byte characters whose second byte may be ASCII (a
+    /// backslash or a quote).
+    pub multibyte: Option<Multibyte>,
+}
+
+/// Character sets whose two-byte characters may end in an ASCII byte (`ソ` is 0x83 0x5C in
+/// sjis): the server reads such a character whole, so its second byte escapes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Multibyte {
+    /// sjis, cp932.
+    Sjis,
+    /// gbk.
+    Gbk,
+    /// big5.
+    Big5,
+}
+
+impl Multibyte {
+    /// The class of the charset named `charset`, if it has such characters.
+    pub fn of_charset(charset: &str) -> Option<Multibyte> {
+        let is = |name: &str| charset.eq_ignore_ascii_case(name);
+        if is("sjis") || is("cp932") {
+            Some(Multibyte::Sjis)
+        } else if is("gbk") {
+            Some(Multibyte::Gbk)
+        } else if is("big5") {
+            Some(Multibyte::Big5)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `lead` then `trail` is one two-byte character (as the server's `ismbchar`).
+    #[inline]
+    fn pair(self, lead: u8, trail: u8) -> bool {
+        match self {
+            Multibyte::Sjis => {
+                matches!(lead, 0x81..=0x9F | 0xE0..=0xFC)
+                    && matches!(trail, 0x40..=0x7E | 0x80..=0xFC)
+            }
+            Multibyte::Gbk => {
+                matches!(lead, 0x81..=0xFE) && matches!(trail, 0x40..=0x7E | 0x80..=0xFE)
+            }
+            Multibyte::Big5 => {
+                matches!(lead, 0xA1..=0xF9) && matches!(trail, 0x40..=0x7E | 0xA1..=0xFE)
+            }
+        }
+    }
+}
+
+impl Lexing {
+    /// Whether `q` reads differently under this lexing than under the default one: only a
+    /// backslash, or with a multibyte charset a byte past ASCII, can change where things end.
+    pub fn matters_for(&self, q: &[u8]) -> bool {
+        (self.no_backslash_escapes && q.contains(&b'\\'))
+            || (self.multibyte.is_some() && q.iter().any(|&b| b >= 0x80))
+    }
+
+    /// Bytes of the character at `i` of `q`: 2 for a two-byte character of the client's
+    /// charset, else 1.
+    #[inline]
+    fn char_len(&self, q: &[u8], i: usize) -> usize {
+        match (self.multibyte, q.get(i), q.get(i + 1)) {
+            (Some(mb), Some(&lead), Some(&trail)) if lead >= 0x80 && mb.pair(lead, trail) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Scans a query written in the default lexing (backslash escapes, an ASCII-safe charset).
 pub fn scan(q: &[u8]) -> QueryScan {
+    scan_with(q, Lexing::default())
+}
+
+/// Scans a query as the server reads it in a session with `lexing`.
+pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
     let mut out = QueryScan {
         kind: StatementKind::Empty,
         statements: 0,
@@ -400,7 +480,11 @@ pub fn scan(q: &[u8]) -> QueryScan {
                 let start = i;
                 i += 1;
                 while i < n {
-                    if q[i] == b'\\' && b != b'`' {
+                    if q[i] >= 0x80 && lexing.multibyte.is_some() {
+                        i += lexing.char_len(q, i);
+                        continue;
+                    }
+                    if q[i] == b'\\' && b != b'`' && !lexing.no_backslash_escapes {
                         i += 2;
                         continue;
                     }
@@ -447,9 +531,10 @@ pub fn scan(q: &[u8]) -> QueryScan {
                     i += 1;
                 }
             }
+            // As the server: `--` then a space or any control character.
             b'-' if i + 2 < n
                 && q[i + 1] == b'-'
-                && (q[i + 2] == b' ' || q[i + 2] == b'\t' || q[i + 2] == b'\n') =>
+                && (q[i + 2] == b' ' || q[i + 2] < 0x20 || q[i + 2] == 0x7F) =>
             {
                 while i < n && q[i] != b'\n' {
                     i += 1;
@@ -514,7 +599,12 @@ pub fn scan(q: &[u8]) -> QueryScan {
             _ if is_ident_byte(b) => {
                 let start = i;
                 while i < n && is_ident_byte(q[i]) {
-                    i += 1;
+                    // A two-byte character's second byte may be `@`, `\\` or a backquote.
+                    i += if q[i] >= 0x80 {
+                        lexing.char_len(q, i)
+                    } else {
+                        1
+                    };
                 }
                 let w = &q[start..i];
                 let called = paren_follows(q, i);
@@ -1251,6 +1341,66 @@ mod tests {
         ] {
             assert!(!scan(q.as_bytes()).calls_routine, "{q}");
         }
+    }
+
+    /// Where a string ends depends on NO_BACKSLASH_ESCAPES and on the client's charset: read
+    /// the default way, these hide an assignment, a lock and a second statement in a string.
+    #[test]
+    fn strings_end_where_the_session_lexing_ends_them() {
+        let nbe = Lexing {
+            no_backslash_escapes: true,
+            multibyte: None,
+        };
+        let q = b"SELECT 'C:\\' AS p, @v := 42, GET_LOCK('lk', 0) -- '";
+        let r = scan_with(q, nbe);
+        assert_ne!(r.pin.0 & Pin::USER_VARIABLE, 0);
+        assert_ne!(r.pin.0 & Pin::USER_LOCK, 0);
+        assert_eq!(scan(q).pin.0, 0, "the default lexing reads one string");
+        assert!(nbe.matters_for(q));
+        let hidden = b"SELECT '\\'; SET time_zone = '+05:00' -- '";
+        assert_eq!(scan_with(hidden, nbe).statements, 2);
+        assert_eq!(scan(hidden).statements, 1);
+        // sjis: 0x83 0x5C is one character; its second byte escapes nothing.
+        let sjis = Lexing {
+            no_backslash_escapes: false,
+            multibyte: Some(Multibyte::Sjis),
+        };
+        let q = b"SELECT '\x83\x5C', @v := 1 -- '";
+        assert_ne!(scan_with(q, sjis).pin.0 & Pin::USER_VARIABLE, 0);
+        assert_eq!(scan(q).pin.0, 0);
+        // A backquoted name ending in a two-byte character whose second byte is a backquote.
+        let q = b"SELECT `a\x83\x60`, @v := 1 FROM t";
+        assert_ne!(scan_with(q, sjis).pin.0 & Pin::USER_VARIABLE, 0);
+        for (mb, q) in [
+            (Multibyte::Gbk, &b"SELECT '\x81\x5C', @v := 1 -- '"[..]),
+            (Multibyte::Big5, b"SELECT '\xA1\x5C', @v := 1 -- '"),
+        ] {
+            let lexing = Lexing {
+                no_backslash_escapes: false,
+                multibyte: Some(mb),
+            };
+            assert_ne!(scan_with(q, lexing).pin.0 & Pin::USER_VARIABLE, 0, "{mb:?}");
+        }
+        // A lone byte past ASCII that starts no pair is one character.
+        let q = b"SELECT '\x80\\'', @v := 1";
+        assert_eq!(scan_with(q, sjis).pin.0, scan(q).pin.0);
+        assert!(!Lexing::default().matters_for(b"SELECT '\\'"));
+        assert_eq!(Multibyte::of_charset("CP932"), Some(Multibyte::Sjis));
+        assert_eq!(Multibyte::of_charset("utf8mb4"), None);
+    }
+
+    /// `--` starts a comment before any control character, as on the server.
+    #[test]
+    fn double_dash_comments_end_at_control_characters_too() {
+        for q in [
+            &b"SELECT 1 --\r it's\n, @v := 42"[..],
+            b"SELECT 1 --\x0b it's\n, @v := 42",
+            b"SELECT 1 --\x01'\n, @v := 42",
+        ] {
+            assert_ne!(scan(q).pin.0 & Pin::USER_VARIABLE, 0, "{q:?}");
+        }
+        // Not a comment: `--1` is minus minus one.
+        assert_eq!(scan(b"SELECT 1 --1, 'it''s'").pin.0, 0);
     }
 
     #[test]

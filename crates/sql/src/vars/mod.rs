@@ -117,6 +117,39 @@ impl SessionVars {
         out
     }
 
+    /// How the server reads this session's statements (see [`crate::Lexing`]), for a
+    /// client whose charsets started at the handshake's `handshake` collation. Cheap: read per
+    /// statement. A sql_mode or charset set in a way weir does not follow has pinned the
+    /// session; its statements are read with what weir last knew.
+    pub fn lexing(&self, handshake: u8) -> crate::Lexing {
+        const NBE: &[u8] = b"NO_BACKSLASH_ESCAPES";
+        let no_backslash_escapes = self.system_value(SQL_MODE).is_some_and(|s| {
+            s.value
+                .as_bytes()
+                .windows(NBE.len())
+                .any(|w| w.eq_ignore_ascii_case(NBE))
+        });
+        let multibyte = match self.system_value("character_set_client") {
+            Some(set) => {
+                let charset = set
+                    .value
+                    .split_once(" COLLATE ")
+                    .map_or(&*set.value, |p| p.0);
+                crate::Multibyte::of_charset(
+                    charset
+                        .trim()
+                        .trim_matches(|c| c == '\'' || c == '"' || c == '`'),
+                )
+            }
+            None => collation_by_id(u32::from(handshake))
+                .and_then(|(charset, _)| crate::Multibyte::of_charset(charset)),
+        };
+        crate::Lexing {
+            no_backslash_escapes,
+            multibyte,
+        }
+    }
+
     /// Applies assignments in order.
     pub fn apply(&mut self, assignments: &[Assignment]) {
         for a in assignments {
