@@ -771,7 +771,10 @@ impl Pool {
             // Boxed: the connect, the handshake and mysql-init_connect make a large future,
             // which would otherwise be part of every checkout's state (and of every idle
             // client's task) for a rare event.
-            let connected = match Box::pin(open_connection(&server, login, reuse, &settings)).await
+            let connected = match Box::pin(open_connection(
+                &server, login, reuse, &settings, deadline,
+            ))
+            .await
             {
                 Opened::Ready(conn) => Ok(conn),
                 Opened::InitFailed(e) => {
@@ -925,13 +928,20 @@ enum Opened {
     Failed(BackendError),
 }
 
-/// Opens a connection to `server` for `login`'s key and runs mysql-init_connect on it.
+/// Opens a connection to `server` for `login`'s key and runs mysql-init_connect on it, each
+/// within mysql-connect_timeout_server and before `deadline` (the statement's
+/// mysql-connect_timeout_server_max: its whole wait for a connection).
 async fn open_connection(
     server: &ServerState,
     login: &LoginTemplate,
     reuse: bool,
     settings: &PoolSettings,
+    deadline: Instant,
 ) -> Opened {
+    let limit = settings
+        .connect_timeout
+        .min(deadline.saturating_duration_since(Instant::now()))
+        .max(Duration::from_millis(1));
     let params = ConnectParams {
         endpoint: server.endpoint().clone(),
         username: login.key.username.to_string(),
@@ -948,7 +958,7 @@ async fn open_connection(
                 0
             },
         mariadb_capabilities: login.key.mariadb_capabilities,
-        connect_timeout: settings.connect_timeout,
+        connect_timeout: limit,
     };
     let mut conn = match BackendConn::connect(&params).await {
         Ok(conn) => Box::new(conn),
@@ -957,12 +967,14 @@ async fn open_connection(
     if let Some(sql) = &settings.init_connect {
         // Bounded as the connect is: a statement that blocks (a lock) must not hold the
         // checkout past every deadline.
-        let limit = settings.connect_timeout;
         let ran = tokio::time::timeout(limit, run_init_connect(&mut conn, sql)).await;
         let ran = ran.unwrap_or_else(|_| {
             // Closing the connection would leave the statement running on the server, one
             // more thread at each attempt: it is killed.
-            tokio::spawn(kill_connection(params.clone(), conn.connection_id));
+            // With a connect timeout of its own: the statement's deadline may be all but gone.
+            let mut killer = params.clone();
+            killer.connect_timeout = settings.connect_timeout;
+            tokio::spawn(kill_connection(killer, conn.connection_id));
             Err(BackendError::Server(weir_wire::msg::ErrInfo::new(
                 weir_wire::errcode::ER_PROXY_NO_BACKEND,
                 "HY000",

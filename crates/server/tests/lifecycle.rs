@@ -226,6 +226,43 @@ fn no_usable_server_gives_9001_after_the_wait() {
     assert_eq!(r[0][0], 0, "the connection stays usable");
 }
 
+/// A server that takes the TCP connection and never greets: a statement's whole wait for a
+/// connection is bounded by connect_timeout_server_max even when one connect may take longer
+/// (connect_timeout_server). Before, the connect ran its full 3 s past a 0.8 s budget.
+#[test]
+fn a_connect_to_a_silent_server_ends_at_the_statements_deadline() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let port = weir_testkit::free_port();
+    let cfg = weir_testkit::weir_config(
+        common::topo(),
+        port,
+        0,
+        "connect_timeout_server_max = 800\nconnect_timeout_server = 3000",
+    )
+    .replace("default_hostgroup = 0", "default_hostgroup = 5")
+        + &format!(
+            "\n[[mysql_servers]]\nhostgroup_id = 5\nhostname = \"127.0.0.1\"\nport = {silent_port}\n"
+        );
+    let w = weir_testkit::WeirProcess::spawn(&common::weir_bin(), &cfg).unwrap();
+    let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, None);
+    let t = Instant::now();
+    let r = c.query("SELECT 1");
+    let waited = t.elapsed();
+    let msg = String::from_utf8_lossy(&r[0][9..]).into_owned();
+    assert_eq!(err_code(&r[0]), Some(9001), "{msg}");
+    assert!(
+        waited >= Duration::from_millis(750) && waited < Duration::from_millis(2500),
+        "waited {waited:?} with connect_timeout_server_max = 800: {msg}"
+    );
+}
+
 #[tokio::test]
 async fn max_connections_per_user_and_global() {
     let w = common::admin::start("max_connections = 3");

@@ -532,10 +532,7 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                 }
             }
             // As the server: `--` then a space or any control character.
-            b'-' if i + 2 < n
-                && q[i + 1] == b'-'
-                && (q[i + 2] <= b' ' || q[i + 2] == 0x7F) =>
-            {
+            b'-' if i + 2 < n && q[i + 1] == b'-' && (q[i + 2] <= b' ' || q[i + 2] == 0x7F) => {
                 while i < n && q[i] != b'\n' {
                     i += 1;
                 }
