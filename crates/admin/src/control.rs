@@ -38,6 +38,11 @@ pub trait Control: Send + Sync + 'static {
     fn shutdown(&self);
     /// Empties the query cache (PROXYSQL FLUSH QUERY CACHE); returns the entries it held.
     fn flush_query_cache(&self) -> u64;
+    /// `KILL [CONNECTION | QUERY] id` of a client session (`query_only`: its statement);
+    /// false when no session has that id (stats_mysql_processlist's SessionID).
+    fn kill_session(&self, _id: u64, _query_only: bool) -> bool {
+        false
+    }
     /// The version clients are told (mysql-server_version, or the backends' own when it is
     /// empty); the admin interface tells the same.
     fn server_version(&self) -> String {

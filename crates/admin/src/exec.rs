@@ -538,6 +538,53 @@ impl Admin {
         }
     }
 
+    /// `KILL [CONNECTION | QUERY] id`: a client session of any user, by its SessionID in
+    /// stats_mysql_processlist (ProxySQL's admin takes `KILL CONNECTION` the same way).
+    fn kill(&self, session: &AdminSession, words: &[String]) -> Result<Reply, AdminError> {
+        if session.role == Role::Stats {
+            return Err(AdminError::read_only(&session.user));
+        }
+        let words: Vec<&str> = words
+            .iter()
+            .map(|w| w.trim_end_matches(';'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let (query_only, id) = match words.as_slice() {
+            [_, id] => (false, *id),
+            [_, "connection", id] => (false, *id),
+            [_, "query", id] => (true, *id),
+            _ => {
+                return Err(AdminError::new(
+                    1064,
+                    "42000",
+                    "KILL: expected KILL [CONNECTION | QUERY] <SessionID> (see \
+                     stats_mysql_processlist)",
+                ))
+            }
+        };
+        let Ok(id) = id.parse::<u64>() else {
+            return Err(AdminError::new(
+                1094,
+                "HY000",
+                format!("Unknown thread id: {id}"),
+            ));
+        };
+        if !self.control.kill_session(id, query_only) {
+            return Err(AdminError::new(
+                1094,
+                "HY000",
+                format!("Unknown thread id: {id}"),
+            ));
+        }
+        tracing::info!(
+            id,
+            query_only,
+            "KILL by {} on the admin interface",
+            session.user
+        );
+        Ok(Reply::ok())
+    }
+
     /// Statements SQLite does not know but MySQL clients send: answered here.
     fn chatter(&self, session: &mut AdminSession, sql: &str) -> Result<Option<Reply>, AdminError> {
         let words: Vec<String> = sql
@@ -582,15 +629,7 @@ impl Admin {
                     ),
                 ));
             }
-            "kill" => {
-                return Err(AdminError::new(
-                    1235,
-                    "42000",
-                    "KILL is not supported on the admin interface (admin statements run one at a \
-                     time; client sessions are killed with KILL on the client port, see \
-                     stats_mysql_processlist for their ids)",
-                ))
-            }
+            "kill" => return self.kill(session, &words).map(Some),
             "describe" | "desc" => {
                 let name = words.get(1).map(|n| n.replace('`', "")).unwrap_or_default();
                 if name.is_empty() {

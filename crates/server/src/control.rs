@@ -160,6 +160,10 @@ impl Control for ProxyControl {
         tracing::info!(entries = n, "query cache flushed");
         n
     }
+
+    fn kill_session(&self, id: u64, query_only: bool) -> bool {
+        weir_session::kill_from_admin(&self.shared, id, query_only)
+    }
 }
 
 /// The runtime's query rules, compiled; every problem as one line naming its rule.

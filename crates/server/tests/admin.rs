@@ -2045,8 +2045,6 @@ fn admin_transactions_resets_and_unknown_commands() {
 
     // Commands weir lacks name themselves instead of a SQLite syntax error.
     for (sql, word) in [
-        ("KILL 16", "KILL"),
-        ("KILL CONNECTION 16", "KILL"),
         ("CHECKSUM DISK MYSQL SERVERS", "CHECKSUM"),
         ("FLUSH TABLES", "FLUSH"),
         ("SELECT CONFIG FILE", "CONFIG"),
@@ -2365,4 +2363,66 @@ fn admin_big_rows_are_framed_and_logins_are_small() {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
         Err(e) => panic!("the admin port kept reading a 1 MiB login packet: {e}"),
     }
+}
+
+/// `KILL [CONNECTION | QUERY] <SessionID>` on the admin interface reaches any user's client
+/// session, as ProxySQL's does: before, the admin refused it (1235) and a client could kill only
+/// its own user's sessions, so an operator could not end another application's stuck one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_kills_client_sessions() {
+    let w = start("");
+    let mut a = connect(&w, WEIR_USER, WEIR_PASS).await;
+    let mut b = connect(&w, WEIR_USER, WEIR_PASS).await;
+    b.query_drop("SELECT 1").await.unwrap();
+    let t = Instant::now();
+    let sleeper = tokio::spawn(async move {
+        let slept: Result<Option<i64>, _> = a.query_first("SELECT SLEEP(30)").await;
+        (slept.map_err(|e| e.to_string()), a)
+    });
+    let running = "SELECT SessionID FROM stats_mysql_processlist WHERE info LIKE 'SELECT SLEEP%'";
+    let mut id = String::new();
+    while id.is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the SLEEP never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        id = value(&w, running);
+    }
+    admin(&w, &format!("KILL QUERY {id}"));
+    let (slept, mut a) = tokio::time::timeout(Duration::from_secs(15), sleeper)
+        .await
+        .expect("the killed statement ended")
+        .unwrap();
+    // MariaDB ends a SLEEP cut short by KILL QUERY with 1317 (MySQL returns 1).
+    match slept {
+        Ok(v) => assert_eq!(v, Some(1)),
+        Err(e) => assert!(e.contains("1317"), "{e}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    let one: Option<i64> = a.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1), "KILL QUERY leaves the session");
+    // KILL CONNECTION of the idle b: the other session.
+    let b_id = value(
+        &w,
+        &format!("SELECT SessionID FROM stats_mysql_processlist WHERE SessionID <> {id}"),
+    );
+    admin(&w, &format!("KILL CONNECTION {b_id}"));
+    let t = Instant::now();
+    loop {
+        match b.query_drop("SELECT 1").await {
+            Err(_) => break,
+            Ok(()) => {
+                assert!(t.elapsed() < Duration::from_secs(5), "b was not killed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    // Unknown ids and bad forms are errors; a stats user may not kill.
+    let (code, msg) = admin_err(&w, "KILL 999999");
+    assert_eq!(code, 1094, "{msg}");
+    let (code, msg) = admin_err(&w, "KILL QUERY 1 2");
+    assert_eq!(code, 1064, "{msg}");
+    let (code, msg) = admin_err_as(&w, "stats", "stats", &format!("KILL {id}"));
+    assert_eq!(code, 1227, "{msg}");
 }

@@ -5,7 +5,7 @@ use crate::client::{ClientError, Command};
 use crate::exec::Limits;
 use crate::relay::ReplyOutcome;
 use crate::session::{lost_backend, Flow, Session};
-use crate::GlobalStats;
+use crate::{GlobalStats, SessionHandle, Shared};
 use std::sync::Arc;
 use weir_backend::BackendError;
 use weir_sql::{Pin, StatementKind};
@@ -1208,23 +1208,7 @@ impl Session {
             self.client.send_err(seq, &e).await?;
             return Ok(());
         }
-        if !query_only {
-            // First: a session that waits for a connection or its turn on a pipe ends as
-            // killed, not as if only its statement were.
-            target
-                .killed
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            target.killed_write.cancel();
-            target.kill.cancel();
-        }
-        // Never waits for the target, nor for a free connection: the KILL QUERY goes to the
-        // server over a connection of its own, outside the pool. A statement not on a backend
-        // yet is ended by its session (see `SessionHandle::kill_query`), woken only once the
-        // KILL is answered: as on the server, the killer's OK comes before the victim's ERR
-        // 1317 (Connector/J tells its own query timeout from another's KILL by that order).
-        if let Some(r) = target.mark_query_killed() {
-            crate::exec::kill_query_marked(&self.shared, &r).await;
-        }
+        mark_killed(&self.shared, &target, query_only).await;
         let answered = if target.id == self.handle.id && !query_only {
             // Killing oneself: the server answers with an error and closes.
             self.client
@@ -1237,6 +1221,42 @@ impl Session {
         answered?;
         Ok(())
     }
+}
+
+/// Kills the session `target` (`query_only`: its running statement only). Never waits for
+/// the target, nor for a free connection: the KILL QUERY goes to the server over a connection
+/// of its own, outside the pool. A statement not on a backend yet is ended by its session
+/// (see `SessionHandle::kill_query`), which the caller wakes with
+/// [`SessionHandle::wake_query_killed`] once it has answered: as on the server, the killer's
+/// OK comes before the victim's ERR 1317 (Connector/J tells its own query timeout from
+/// another's KILL by that order).
+async fn mark_killed(shared: &Arc<Shared>, target: &SessionHandle, query_only: bool) {
+    if !query_only {
+        // First: a session that waits for a connection or its turn on a pipe ends as
+        // killed, not as if only its statement were.
+        target
+            .killed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        target.killed_write.cancel();
+        target.kill.cancel();
+    }
+    if let Some(r) = target.mark_query_killed() {
+        crate::exec::kill_query_marked(shared, &r).await;
+    }
+}
+
+/// `KILL [CONNECTION | QUERY] id` from the admin interface, for any user's session: false
+/// when there is no session `id`. The kill runs in the background; the caller answers at once.
+pub fn kill_from_admin(shared: &Arc<Shared>, id: u64, query_only: bool) -> bool {
+    let Some(target) = u32::try_from(id).ok().and_then(|i| shared.registry.get(i)) else {
+        return false;
+    };
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        mark_killed(&shared, &target, query_only).await;
+        target.wake_query_killed();
+    });
+    true
 }
 
 /// Refused COM_CHANGE_USER attempts after which the command is refused outright.

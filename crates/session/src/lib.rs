@@ -24,6 +24,7 @@ mod stats;
 pub mod stmt;
 
 pub use auth::announced_version;
+pub use commands::kill_from_admin;
 pub use registry::{Registry, SessionHandle};
 pub use session::{serve, serve_tcp};
 pub use snapshot::{stats_snapshot, stats_snapshot_reset};
