@@ -396,6 +396,50 @@ fn kill_query_of_own_session() {
     assert!(a.is_closed());
 }
 
+/// `KILL <id>` of a session whose statement runs closes its connection without a word, as the
+/// server does (the client reads a lost connection, 2013). Before, the victim got ERR 1317
+/// first, which says the connection is still usable: Connector/J then failed its next
+/// statement instead of discarding the connection.
+#[test]
+fn kill_of_a_running_statements_session_closes_it_without_an_error() {
+    let (mut a, p) = RawClient::login(common::weir().port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    let a_id = a.greeting.connection_id;
+    a.send(b"\x03SELECT SLEEP(21)");
+    let primary = &common::topo().primary;
+    let waited = Instant::now();
+    while primary
+        .query_value(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(21)'",
+        )
+        .unwrap()
+        == "0"
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the statement never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut b = login();
+    let r = b.query(&format!("KILL {a_id}"));
+    assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
+    match a.read_packet() {
+        Err(e) => assert!(
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+            ),
+            "{e}"
+        ),
+        Ok((_, p)) => panic!(
+            "the killed session got a packet: {:?}",
+            String::from_utf8_lossy(&p)
+        ),
+    }
+    assert!(waited.elapsed() < Duration::from_secs(15));
+}
+
 #[test]
 fn deprecate_eof_clients_get_ok_terminated_results() {
     let (mut c, p) = RawClient::login_caps(

@@ -182,6 +182,7 @@ async fn relay_timed(
     client_stmt_id: Option<u32>,
     capture: Option<&mut Capture>,
     withhold_interrupted: Option<crate::relay::Withhold<'_>>,
+    session_killed: &tokio_util::sync::CancellationToken,
 ) -> Timed {
     let guard = ReplyGuard::default();
     let relay = async {
@@ -197,6 +198,7 @@ async fn relay_timed(
             client_stmt_id,
             capture,
             withhold_interrupted,
+            session_killed: Some(session_killed),
         };
         relay_reply(client, conn, expect, seq, max, &guard, extras).await
     };
@@ -379,11 +381,22 @@ impl Session {
                 kill_queries: &kill_queries,
                 requested: &self.handle.kill_query_requested,
             }),
+            &self.handle.kill,
         )
         .await;
         drop(on_backend);
         self.clear_running();
         match timed {
+            Timed::Done(Ok(o)) if o.withheld && self.handle.kill.is_cancelled() => {
+                // `KILL <id>` of this session stopped its statement: as the server, the
+                // connection closes without a word (the 1317 was not forwarded).
+                server
+                    .stats
+                    .bytes_recv
+                    .fetch_add(o.bytes, Ordering::Relaxed);
+                tracing::info!(session = self.handle.id, "killed while its statement ran");
+                Err(ClientError::Closed)
+            }
             Timed::Done(Ok(o)) if o.withheld => {
                 let requested = self.handle.kill_query_requested.load(Ordering::SeqCst);
                 let hit = self.pipe.as_ref().is_some_and(|p| {

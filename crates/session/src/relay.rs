@@ -192,6 +192,10 @@ pub struct RelayExtras<'a> {
     /// reached the client, when it may come from a KILL QUERY meant for the statement before
     /// it on a pipe.
     pub withhold_interrupted: Option<Withhold<'a>>,
+    /// Cancelled when the session is killed (`KILL <id>`): an ERR 1317 that none of the reply
+    /// reached the client before is not forwarded either, since the server closes a killed
+    /// connection without a word (a client reading 1317 would take the connection for usable).
+    pub session_killed: Option<&'a tokio_util::sync::CancellationToken>,
 }
 
 /// When a reply ending in ERR 1317 on a pipe may not be its statement's own (see
@@ -233,6 +237,7 @@ struct Relay<'a> {
     client_stmt_id: Option<u32>,
     capture: Option<&'a mut Capture>,
     withhold_interrupted: Option<Withhold<'a>>,
+    session_killed: Option<&'a tokio_util::sync::CancellationToken>,
     /// The connection tracks session state and the client did not ask for it: its OKs lose
     /// the state changes (`weir_backend::adapted_caps`).
     untracked: bool,
@@ -277,6 +282,7 @@ pub async fn relay_reply<'a>(
         client_stmt_id: extras.client_stmt_id,
         capture,
         withhold_interrupted: extras.withhold_interrupted,
+        session_killed: extras.session_killed,
         untracked,
         refuse_local_infile,
         infile_refused: false,
@@ -661,10 +667,13 @@ impl Relay<'_> {
                     self.out.error = ErrInfo::parse(&self.conn.rbuf[pos + 4..pos + 4 + h.len]).ok();
                     // The server may have sent the result's metadata before the KILL: none
                     // of it reached the client yet (the guard says so), so all of it goes.
-                    if self
+                    if (self
                         .withhold_interrupted
                         .as_ref()
                         .is_some_and(Withhold::applies)
+                        || self
+                            .session_killed
+                            .is_some_and(tokio_util::sync::CancellationToken::is_cancelled))
                         && self
                             .out
                             .error
