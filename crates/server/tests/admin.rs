@@ -2281,8 +2281,9 @@ fn admin_interfaces_change_at_load() {
     assert!(client(&w, "SELECT 1").ok);
 }
 
-/// Queries_frontends_bytes_recv / _sent count the bytes clients send and get, exactly: what
-/// a session received is counted when its next command comes, and kept once it ends.
+/// Queries_frontends_bytes_recv / _sent count the bytes clients send and get, exactly: a
+/// command's reply is counted once it is sent (before, only when the next command came), and
+/// kept once the session ends.
 #[test]
 fn frontend_bytes_count_what_clients_send_and_receive() {
     use common::raw::RawClient;
@@ -2306,7 +2307,10 @@ fn frontend_bytes_count_what_clients_send_and_receive() {
     // Packets with their 4-byte headers.
     let size = |reply: &[Vec<u8>]| reply.iter().map(|p| 4 + p.len() as u64).sum::<u64>();
     let (mut c, _) = RawClient::login(w.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
-    let mut got = size(&c.query("SELECT 1"));
+    c.query("SELECT 1");
+    // Its reply is published a moment after the client has it.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut got = 0;
     let (recv0, sent0) = frontend();
     let mut sent = 0;
     for q in [
@@ -2320,8 +2324,11 @@ fn frontend_bytes_count_what_clients_send_and_receive() {
     }
     sent += 5;
     let pong = size(&c.command(&[0x0e], Expect::Status));
-    assert_eq!(frontend(), (recv0 + sent, sent0 + got));
-    // The rest is counted when the client leaves (its QUIT too).
+    // Published just after the reply is written: a moment after the client has it.
+    wait_until("the ping's reply counted", Duration::from_secs(5), || {
+        frontend() == (recv0 + sent, sent0 + got + pong)
+    });
+    // The QUIT is counted when the client leaves.
     c.send(&[0x01]);
     drop(c);
     wait_until("the session's end counted", Duration::from_secs(5), || {

@@ -612,6 +612,10 @@ impl Session {
             // per command under callgrind, this: ~300).
             let dispatch = Box::write(Box::new_uninit(), self.dispatch(cmd));
             let flow = std::pin::Pin::from(dispatch).await;
+            // The reply counts as sent once it is: an idle client's last reply must not wait
+            // for its next command to show in Queries_frontends_bytes_sent.
+            self.handle
+                .publish_bytes(self.client.bytes_in, self.client.bytes_out);
             let ended = self.end_command(started, long_query);
             let in_trans = self
                 .backend
