@@ -283,6 +283,19 @@ impl Multibyte {
         }
     }
 
+    /// The class of the charset of the collation a handshake names (`id`); looked up in a
+    /// table made once, since every statement's scan asks.
+    pub fn of_collation(id: u8) -> Option<Multibyte> {
+        static BY_ID: std::sync::OnceLock<[Option<Multibyte>; 256]> = std::sync::OnceLock::new();
+        BY_ID.get_or_init(|| {
+            let mut table = [None; 256];
+            for (id, class) in (0u32..).zip(table.iter_mut()) {
+                *class = crate::collation_by_id(id).and_then(|(cs, _)| Multibyte::of_charset(cs));
+            }
+            table
+        })[usize::from(id)]
+    }
+
     /// Whether `lead` then `trail` is one two-byte character (as the server's `ismbchar`).
     #[inline]
     fn pair(self, lead: u8, trail: u8) -> bool {
@@ -371,9 +384,6 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
     let mut after_into = false;
     // Right after `@@` (or `@@session.`): the name of a system variable comes.
     let mut sysvar = false;
-    // The next name is a table's (after INSERT INTO, REPLACE, WITH...): a `(` after it opens
-    // a column list, not a call's arguments.
-    let mut table_next = false;
     // The current statement calls a name that may be a stored function.
     let mut stmt_calls = false;
     let mut for_update = false;
@@ -506,7 +516,6 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                 // A quoted function name (`FOUND_ROWS`()) is the function all the same, and
                 // a quoted system variable (@@`warning_count`) the variable.
                 let mut scope = false;
-                let table_position = std::mem::take(&mut table_next);
                 if b == b'`' {
                     let name = q.get(start + 1..i.saturating_sub(1)).unwrap_or_default();
                     let mut j = i;
@@ -515,13 +524,11 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                     }
                     if sysvar {
                         scope = note_system_variable(&mut out, name) && j < n && q[j] == b'.';
-                    } else if table_position {
-                        // `db`.`t`: the table's name follows the dot.
-                        table_next = j < n && q[j] == b'.';
                     } else if j < n && q[j] == b'(' {
                         names_table |= note_function(&mut out, name);
-                        stmt_calls |=
-                            qualified(q, start) || !crate::builtins::is_builtin_callable(name);
+                        stmt_calls |= (qualified(q, start)
+                            || !crate::builtins::is_builtin_callable(name))
+                            && !names_a_table(q, start, &words, nwords);
                     }
                 }
                 sysvar = scope;
@@ -584,7 +591,6 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                 after_statement(&mut out, kind, stmt_user_var, get_diagnostics);
                 note_calls(&mut out, stmt_calls, kind, &words, nwords);
                 stmt_calls = false;
-                table_next = false;
                 stmt_user_var = false;
                 nwords = 0;
                 after_for = false;
@@ -595,24 +601,20 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
             }
             _ if is_ident_byte(b) => {
                 let start = i;
-                while i < n && is_ident_byte(q[i]) {
-                    // A two-byte character's second byte may be `@`, `\\` or a backquote.
-                    i += if q[i] >= 0x80 {
-                        lexing.char_len(q, i)
-                    } else {
-                        1
-                    };
+                if lexing.multibyte.is_none() {
+                    while i < n && is_ident_byte(q[i]) {
+                        i += 1;
+                    }
+                } else {
+                    while i < n && is_ident_byte(q[i]) {
+                        // A two-byte character's second byte may be `@`, `\\` or a backquote.
+                        i += lexing.char_len(q, i);
+                    }
                 }
                 let w = &q[start..i];
-                let called = paren_follows(q, i);
-                if std::mem::take(&mut table_next) {
-                    // `db.t`: the table's name follows the dot.
-                    table_next = next_byte_is(q, i, b'.');
-                } else if !stmt_calls && called {
-                    stmt_calls = qualified(q, start) || !crate::builtins::is_builtin_callable(w);
-                }
-                if !called && introduces_table(w, &words, nwords) {
-                    table_next = true;
+                if !stmt_calls && paren_follows(q, i) {
+                    stmt_calls = (qualified(q, start) || !crate::builtins::is_builtin_callable(w))
+                        && !names_a_table(q, start, &words, nwords);
                 }
                 if sysvar {
                     // The scope (`@@session.`): the name follows the dot.
@@ -746,22 +748,57 @@ fn note_calls(
     ) || (nwords > 0 && eq(words[0], "DO"));
 }
 
-/// Whether the word `w` (not followed by `(`), read after `words`, is followed by a table's
-/// name: INSERT / REPLACE [LOW_PRIORITY | HIGH_PRIORITY | DELAYED] [IGNORE] [INTO] t, and
-/// `WITH [RECURSIVE] cte`, whose column lists are not calls.
-#[inline(always)]
-fn introduces_table(w: &[u8], words: &[&[u8]; 4], nwords: usize) -> bool {
-    let is = |name: &[u8]| w.eq_ignore_ascii_case(name);
-    let inserting = || nwords > 0 && (eq(words[0], "INSERT") || eq(words[0], "REPLACE"));
-    match w.len() {
-        4 => is(b"INTO") || is(b"WITH"),
-        6 => (nwords == 0 && is(b"INSERT")) || (is(b"IGNORE") && inserting()),
-        7 => (nwords == 0 && is(b"REPLACE")) || (is(b"DELAYED") && inserting()),
-        9 => is(b"RECURSIVE"),
-        12 => is(b"LOW_PRIORITY") && inserting(),
-        13 => is(b"HIGH_PRIORITY") && inserting(),
-        _ => false,
+/// Whether the name at `start`, which a `(` follows, is a table's, its `(` opening a column
+/// list rather than a call's arguments: the word before it (before its `schema.` when it is
+/// qualified) is INTO, INSERT, REPLACE, WITH or RECURSIVE (`INSERT INTO t (a)`, `WITH cte (a)
+/// AS`), or, in an INSERT or a REPLACE, IGNORE, DELAYED, LOW_PRIORITY or HIGH_PRIORITY. Read
+/// backwards only for a name that is not a built-in function: rare, so the scan of every
+/// other word pays nothing. A comment between the words reads as a call (pins: safe).
+#[cold]
+#[inline(never)]
+fn names_a_table(q: &[u8], start: usize, words: &[&[u8]; 4], nwords: usize) -> bool {
+    let skip_space = |mut j: usize| {
+        while j > 0 && q[j - 1].is_ascii_whitespace() {
+            j -= 1;
+        }
+        j
+    };
+    // The start of the name (or of the backquoted name) ending just before `j`.
+    let name_start = |j: usize| {
+        if j > 0 && q[j - 1] == b'`' {
+            let mut k = j - 1;
+            while k > 0 && q[k - 1] != b'`' {
+                k -= 1;
+            }
+            k.saturating_sub(1)
+        } else {
+            let mut k = j;
+            while k > 0 && is_ident_byte(q[k - 1]) {
+                k -= 1;
+            }
+            k
+        }
+    };
+    let mut j = skip_space(start);
+    if j > 0 && q[j - 1] == b'.' {
+        // `schema.t`: the word before the schema's name.
+        j = name_start(skip_space(j - 1));
     }
+    let end = skip_space(j);
+    let mut k = end;
+    while k > 0 && is_ident_byte(q[k - 1]) {
+        k -= 1;
+    }
+    let word = &q[k..end];
+    let is = |name: &[u8]| word.eq_ignore_ascii_case(name);
+    let inserting = nwords > 0 && (eq(words[0], "INSERT") || eq(words[0], "REPLACE"));
+    is(b"INTO")
+        || is(b"INSERT")
+        || is(b"REPLACE")
+        || is(b"WITH")
+        || is(b"RECURSIVE")
+        || (inserting
+            && (is(b"IGNORE") || is(b"DELAYED") || is(b"LOW_PRIORITY") || is(b"HIGH_PRIORITY")))
 }
 
 /// Whether a statement of this kind leaves the previous statement's diagnostics in place
@@ -1384,6 +1421,9 @@ mod tests {
         assert!(!Lexing::default().matters_for(b"SELECT '\\'"));
         assert_eq!(Multibyte::of_charset("CP932"), Some(Multibyte::Sjis));
         assert_eq!(Multibyte::of_charset("utf8mb4"), None);
+        assert_eq!(Multibyte::of_collation(13), Some(Multibyte::Sjis));
+        assert_eq!(Multibyte::of_collation(28), Some(Multibyte::Gbk));
+        assert_eq!(Multibyte::of_collation(45), None);
     }
 
     /// `--` starts a comment before any control character, as on the server.

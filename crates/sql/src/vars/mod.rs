@@ -16,6 +16,9 @@ pub struct SessionVars {
     system: Vec<SystemValue>,
     /// Set user variables `(name, value)`, sorted by name; NULL ones are absent.
     user: Vec<(Box<str>, Box<str>)>,
+    /// The sql_mode slot holds NO_BACKSLASH_ESCAPES: kept with the slot, since every
+    /// statement's scan asks ([`SessionVars::lexing`]).
+    no_backslash_escapes: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -75,6 +78,8 @@ impl SessionVars {
                 .cloned()
                 .collect(),
             user: Vec::new(),
+            // sql_mode is one of the parse slots.
+            no_backslash_escapes: self.no_backslash_escapes,
         }
     }
 
@@ -109,6 +114,7 @@ impl SessionVars {
     pub fn with_parse_context(&self, context: &SessionVars) -> SessionVars {
         let mut out = self.clone();
         out.system.retain(|s| !PARSE_KEYS.contains(&s.key));
+        out.no_backslash_escapes = false;
         for s in &context.system {
             if PARSE_KEYS.contains(&s.key) {
                 out.set_system(s.key, s.name, Some(&s.value));
@@ -122,13 +128,13 @@ impl SessionVars {
     /// statement. A sql_mode or charset set in a way weir does not follow has pinned the
     /// session; its statements are read with what weir last knew.
     pub fn lexing(&self, handshake: u8) -> crate::Lexing {
-        const NBE: &[u8] = b"NO_BACKSLASH_ESCAPES";
-        let no_backslash_escapes = self.system_value(SQL_MODE).is_some_and(|s| {
-            s.value
-                .as_bytes()
-                .windows(NBE.len())
-                .any(|w| w.eq_ignore_ascii_case(NBE))
-        });
+        let no_backslash_escapes = self.no_backslash_escapes;
+        if self.system.is_empty() {
+            return crate::Lexing {
+                no_backslash_escapes,
+                multibyte: crate::Multibyte::of_collation(handshake),
+            };
+        }
         let multibyte = match self.system_value("character_set_client") {
             Some(set) => {
                 let charset = set
@@ -141,8 +147,7 @@ impl SessionVars {
                         .trim_matches(|c| c == '\'' || c == '"' || c == '`'),
                 )
             }
-            None => collation_by_id(u32::from(handshake))
-                .and_then(|(charset, _)| crate::Multibyte::of_charset(charset)),
+            None => crate::Multibyte::of_collation(handshake),
         };
         crate::Lexing {
             no_backslash_escapes,
@@ -180,6 +185,15 @@ impl SessionVars {
             }
             (Err(i), Some(value)) => self.system.insert(i, SystemValue { key, name, value }),
             (Err(_), None) => {}
+        }
+        if key == SQL_MODE {
+            const NBE: &[u8] = b"NO_BACKSLASH_ESCAPES";
+            self.no_backslash_escapes = self.system_value(SQL_MODE).is_some_and(|s| {
+                s.value
+                    .as_bytes()
+                    .windows(NBE.len())
+                    .any(|w| w.eq_ignore_ascii_case(NBE))
+            });
         }
     }
 

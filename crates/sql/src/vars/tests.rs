@@ -713,3 +713,47 @@ fn user_string_literals_keep_the_collation_they_were_set_in() {
     let mut a = assignments("SET @s = 'a'");
     assert!(!vars.pin_literal_collations(&mut a, 45));
 }
+
+/// How statements are lexed follows the tracked sql_mode and client charset.
+#[test]
+fn lexing_follows_sql_mode_and_the_client_charset() {
+    use crate::{Lexing, Multibyte};
+    assert_eq!(state(&[]).lexing(45), Lexing::default());
+    assert_eq!(state(&[]).lexing(13).multibyte, Some(Multibyte::Sjis));
+    let nbe = state(&["SET sql_mode = 'ANSI,no_backslash_escapes'"]);
+    assert!(nbe.lexing(45).no_backslash_escapes);
+    assert!(nbe.parse_context().lexing(45).no_backslash_escapes);
+    assert!(
+        !state(&[])
+            .with_parse_context(&state(&[]).parse_context())
+            .lexing(45)
+            .no_backslash_escapes
+    );
+    assert!(
+        !nbe.with_parse_context(&state(&[]).parse_context())
+            .lexing(45)
+            .no_backslash_escapes
+    );
+    let mut back = nbe.clone();
+    if let crate::SetEffect::Tracked(a) = crate::parse_set(b"SET sql_mode = DEFAULT") {
+        back.apply(&a);
+    }
+    assert!(!back.lexing(45).no_backslash_escapes);
+    assert_eq!(
+        state(&["SET NAMES gbk"]).lexing(45).multibyte,
+        Some(Multibyte::Gbk)
+    );
+    assert_eq!(
+        state(&["SET NAMES 'big5' COLLATE 'big5_bin'"])
+            .lexing(45)
+            .multibyte,
+        Some(Multibyte::Big5)
+    );
+    assert_eq!(
+        state(&["SET character_set_client = cp932"])
+            .lexing(45)
+            .multibyte,
+        Some(Multibyte::Sjis)
+    );
+    assert_eq!(state(&["SET NAMES utf8mb4"]).lexing(13).multibyte, None);
+}
