@@ -382,14 +382,25 @@ fn has_prefix(name: &str, prefix: &str) -> bool {
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
 
-/// Applies one `global_variables` row to the variables of its prefix.
+/// Applies one `global_variables` row to the variables of its prefix. Names are matched
+/// ignoring case; `seen` (the lower-case names of the rows read before) refuses a second row
+/// for one variable, which would otherwise be shown but silently not used.
 fn apply_variable(
     tables: &mut ConfigTables,
     table: &str,
     f: &Fields<'_>,
+    seen: &mut std::collections::HashSet<String>,
 ) -> Result<(), StoreError> {
     let name = f.text("variable_name")?;
     let value = f.text("variable_value")?;
+    if !seen.insert(name.to_ascii_lowercase()) {
+        return Err(StoreError::InvalidVariable {
+            table: table.to_string(),
+            message: "another row names the same variable in other letter case: keep one"
+                .to_string(),
+            name,
+        });
+    }
     let vars = if has_prefix(&name, tables.mysql_variables.prefix()) {
         &mut tables.mysql_variables
     } else if has_prefix(&name, tables.admin_variables.prefix()) {
@@ -454,9 +465,10 @@ pub(super) fn read_module(
                 tables.admin_variables.prefix().to_string()
             };
             let name = qualified(target, VARIABLES.name);
+            let mut seen = std::collections::HashSet::new();
             for f in select_all(conn, &name, &VARIABLES)? {
                 if has_prefix(&f.text("variable_name")?, &prefix) {
-                    apply_variable(&mut tables, &name, &f)?;
+                    apply_variable(&mut tables, &name, &f, &mut seen)?;
                 }
             }
         }
@@ -484,8 +496,9 @@ pub(super) fn read_tables(conn: &Connection, target: Target) -> Result<ConfigTab
         tables.mysql_replication_hostgroups.push(replication(&f)?);
     }
     let name = qualified(target, VARIABLES.name);
+    let mut seen = std::collections::HashSet::new();
     for f in select_all(conn, &name, &VARIABLES)? {
-        apply_variable(&mut tables, &name, &f)?;
+        apply_variable(&mut tables, &name, &f, &mut seen)?;
     }
     Ok(tables)
 }

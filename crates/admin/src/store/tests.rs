@@ -463,6 +463,18 @@ fn variable_rows_are_validated() {
         let msg = read_error(&s, Target::Memory);
         assert!(msg.starts_with(expected), "{msg}");
     }
+    // Two rows for one variable, in other letter case: refused, not one silently ignored.
+    let s = store();
+    s.execute(
+        "INSERT INTO global_variables VALUES ('mysql-default_query_delay', '0'), \
+         ('mysql-DEFAULT_QUERY_DELAY', '500')",
+    )
+    .expect("insert");
+    let msg = read_error(&s, Target::Memory);
+    assert!(
+        msg.starts_with("main.global_variables: variable 'mysql-") && msg.contains("letter case"),
+        "{msg}"
+    );
     // Names are matched ignoring case, values normalized, missing rows keep their default.
     let s = store();
     s.execute("INSERT INTO global_variables VALUES ('MYSQL-Multiplexing', 'off')")
