@@ -4234,3 +4234,49 @@ async fn no_backslash_escapes_is_read_as_the_server_reads_it() {
     assert_eq!(released, Some(Some(1)));
     b.query_drop("COMMIT").await.unwrap();
 }
+
+/// Under ANSI_QUOTES `"a\"` is an identifier ending in a backslash: what follows it is seen
+/// and keeps the connection with its client. And the sql_mode flags of the server's replies
+/// count too: here `mysql-init_connect` gives every backend connection NO_BACKSLASH_ESCAPES,
+/// as a server whose global sql_mode has it would, without the client setting anything.
+#[tokio::test]
+async fn ansi_quotes_and_the_servers_own_sql_mode_are_read_as_the_server_reads_them() {
+    async fn lock_and_check(w: &WeirProcess, setup: &str, sql: &str, lock: &str) {
+        let mut a = connect(w, Some("weirtest")).await;
+        a.query_drop(setup).await.unwrap();
+        let row: Option<(i64, i64)> = a.query_first(sql).await.unwrap();
+        assert_eq!(row, Some((42, 1)), "{sql}");
+        let mut b = connect(w, Some("weirtest")).await;
+        b.query_drop("BEGIN").await.unwrap();
+        let mine: Option<Option<i64>> = b
+            .query_first(format!("SELECT IS_USED_LOCK('{lock}') = CONNECTION_ID()"))
+            .await
+            .unwrap();
+        assert_eq!(mine, Some(Some(0)), "b holds a's lock after {sql}");
+        let released: Option<Option<i64>> = a
+            .query_first(format!("SELECT RELEASE_LOCK('{lock}')"))
+            .await
+            .unwrap();
+        assert_eq!(released, Some(Some(1)), "{sql}");
+        b.query_drop("COMMIT").await.unwrap();
+    }
+    let w = start_with_max(2, "");
+    lock_and_check(
+        &w,
+        "SET sql_mode = 'ANSI'",
+        r#"SELECT 42 AS "a\", GET_LOCK('lk_aq', 0) AS g -- ""#,
+        "lk_aq",
+    )
+    .await;
+    let w = start_with_max(
+        2,
+        r#"init_connect = "SET sql_mode = 'NO_BACKSLASH_ESCAPES'""#,
+    );
+    lock_and_check(
+        &w,
+        "SELECT 1",
+        r"SELECT 42 AS p, g FROM (SELECT 'C:\' AS x, GET_LOCK('lk_g', 0) AS g) t -- '",
+        "lk_g",
+    )
+    .await;
+}

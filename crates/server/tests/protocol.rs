@@ -921,6 +921,54 @@ fn change_user_with_the_greeting_scramble() {
     assert_eq!(run(common::weir().port), direct);
 }
 
+/// COM_CHANGE_USER names its collation in two bytes: one past the handshake's byte (608,
+/// utf8mb4_croatian_ci) is the session's after the change, as on the server, and stays so on
+/// whatever connection serves the next statement. Before, weir fell back to
+/// utf8mb4_general_ci.
+#[test]
+fn change_user_to_a_collation_past_255() {
+    use weir_wire::auth::{native_scramble_from_stage1, native_stage1};
+    let run = |port: u16| -> String {
+        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+        assert_eq!(ok[0], 0);
+        let proof =
+            native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(WEIR_PASS.as_bytes()));
+        let mut p = vec![0x11];
+        p.extend_from_slice(WEIR_USER.as_bytes());
+        p.push(0);
+        p.push(proof.len() as u8);
+        p.extend_from_slice(&proof);
+        p.extend_from_slice(b"weirtest\0");
+        p.extend_from_slice(&608u16.to_le_bytes());
+        p.extend_from_slice(b"mysql_native_password\0");
+        c.send(&p);
+        let (seq, reply) = c.read_packet().unwrap();
+        let reply = if reply[0] == 0xfe {
+            let mut raw = (proof.len() as u32).to_le_bytes()[..3].to_vec();
+            raw.push(seq.wrapping_add(1));
+            raw.extend_from_slice(&proof);
+            c.send_raw(&raw);
+            c.read_packet().unwrap().1
+        } else {
+            reply
+        };
+        assert_eq!(
+            reply[0],
+            0,
+            "port {port}: {:?}",
+            String::from_utf8_lossy(&reply)
+        );
+        let r = c.query(
+            "SELECT CONCAT_WS(' ', @@character_set_client, @@collation_connection, \
+             @@character_set_results)",
+        );
+        String::from_utf8_lossy(&r[3][1..]).into_owned()
+    };
+    let direct = run(common::topo().primary.port);
+    assert!(direct.contains("utf8mb4_croatian_ci"), "{direct}");
+    assert_eq!(run(common::weir().port), direct);
+}
+
 /// A refused COM_CHANGE_USER leaves the session in the server's default character set, as
 /// the server does: not the one the client logged in or switched to, nor the one the packet
 /// names.

@@ -140,7 +140,7 @@ impl Session {
 
     async fn query(&mut self, cmd: Command) -> Result<Flow, ClientError> {
         let seq = cmd.last_seq.wrapping_add(1);
-        let lexing = self.vars.lexing(self.login.collation);
+        let lexing = self.lexing();
         let scan = {
             let p = cmd.payload();
             weir_sql::scan_with(p.get(1..).unwrap_or_default(), lexing)
@@ -1125,10 +1125,26 @@ impl Session {
     /// The character set a session starts from after a COM_CHANGE_USER: the one the packet
     /// names when the change succeeds, the server's default (the one weir announces) when it
     /// fails, as on MariaDB, whatever the session had.
+    /// A collation past the handshake's one byte (608, utf8mb4_croatian_ci) starts the
+    /// session from its charset's default and sets it by name as session state, which then
+    /// follows the client to any connection (call it after the session's state is reset).
     fn change_user_collation(&mut self, named: Option<u16>) {
-        let c = named
-            .filter(|c| *c > 0 && *c < 256)
-            .map_or(crate::auth::DEFAULT_COLLATION, |c| c as u8);
+        let wide = named
+            .filter(|c| *c > 255)
+            .and_then(|c| weir_sql::collation_by_id(u32::from(c)));
+        let c = match (named, wide) {
+            (_, Some((charset, name))) => {
+                let names = format!("SET NAMES '{charset}' COLLATE '{name}'");
+                if let weir_sql::SetEffect::Tracked(a) = weir_sql::parse_set(names.as_bytes()) {
+                    self.vars.apply(&a);
+                }
+                weir_sql::default_collation_id(charset)
+                    .and_then(|id| u8::try_from(id).ok())
+                    .unwrap_or(crate::auth::DEFAULT_COLLATION)
+            }
+            (Some(c), None) if c > 0 && c < 256 => c as u8,
+            _ => crate::auth::DEFAULT_COLLATION,
+        };
         Arc::make_mut(&mut self.login).collation = c;
     }
 

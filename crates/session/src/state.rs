@@ -293,6 +293,18 @@ impl Session {
     }
 
     /// Forgets everything the client set (COM_RESET_CONNECTION, COM_CHANGE_USER).
+    /// How the server reads this session's statements: what weir followed of its sql_mode
+    /// and charset, and the sql_mode flags of the last reply it got (a server whose global
+    /// sql_mode has NO_BACKSLASH_ESCAPES or ANSI_QUOTES, a sql_mode set in a way weir did not
+    /// follow). Before the session's first reply, only what weir followed.
+    pub(crate) fn lexing(&self) -> weir_sql::Lexing {
+        use weir_wire::status;
+        let mut lexing = self.vars.lexing(self.login.collation);
+        lexing.no_backslash_escapes |= self.mode_status & status::NO_BACKSLASH_ESCAPES != 0;
+        lexing.ansi_quotes |= self.mode_status & status::ANSI_QUOTES != 0;
+        lexing
+    }
+
     pub(crate) fn reset_state(&mut self) {
         self.vars = weir_sql::SessionVars::default();
         self.client.write_timeout_s = crate::client::NET_WRITE_TIMEOUT_S;

@@ -297,7 +297,7 @@ impl Session {
             let q = p.get(1..).unwrap_or_default();
             let mut text = String::new();
             crate::activity::fill_info(&mut text, q);
-            let scan = weir_sql::scan_with(q, self.vars.lexing(self.login.collation));
+            let scan = weir_sql::scan_with(q, self.lexing());
             let cacheable = crate::cache::cacheable_statement(&scan);
             (
                 scan.command,

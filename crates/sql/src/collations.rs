@@ -345,7 +345,7 @@ pub(crate) fn collation_id(name: &str) -> Option<u32> {
 }
 
 /// The id of a charset's default collation; `utf8` is MariaDB 10.11's alias of `utf8mb3`.
-pub(crate) fn default_collation_id(charset: &str) -> Option<u32> {
+pub fn default_collation_id(charset: &str) -> Option<u32> {
     let charset = if charset.eq_ignore_ascii_case("utf8") {
         "utf8mb3"
     } else {

@@ -17,7 +17,7 @@ mod scan;
 mod set;
 mod vars;
 
-pub use collations::{collation_by_id, max_bytes_per_char, COLLATIONS};
+pub use collations::{collation_by_id, default_collation_id, max_bytes_per_char, COLLATIONS};
 pub use command::SqlCommand;
 pub use digest::{digest_into, format_digest, format_digest_into, parse_digest, DigestOptions};
 pub use locks::{lock_calls, LockCall};

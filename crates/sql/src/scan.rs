@@ -251,6 +251,9 @@ fn note_system_variable(out: &mut QueryScan, name: &[u8]) -> bool {
 pub struct Lexing {
     /// sql_mode has NO_BACKSLASH_ESCAPES: a backslash in a string is a plain character.
     pub no_backslash_escapes: bool,
+    /// sql_mode has ANSI_QUOTES (or a mode that implies it: ANSI, ORACLE...): `"..."` is an
+    /// identifier, in which a backslash is a plain character.
+    pub ansi_quotes: bool,
     /// The client's charset has two-byte characters whose second byte may be ASCII (a
     /// backslash or a quote).
     pub multibyte: Option<Multibyte>,
@@ -318,8 +321,18 @@ impl Lexing {
     /// Whether `q` reads differently under this lexing than under the default one: only a
     /// backslash, or with a multibyte charset a byte past ASCII, can change where things end.
     pub fn matters_for(&self, q: &[u8]) -> bool {
-        (self.no_backslash_escapes && q.contains(&b'\\'))
+        ((self.no_backslash_escapes || self.ansi_quotes) && q.contains(&b'\\'))
             || (self.multibyte.is_some() && q.iter().any(|&b| b >= 0x80))
+    }
+
+    /// Whether a backslash escapes the next byte inside a quoted token opened by `quote`.
+    #[inline]
+    fn escapes_in(&self, quote: u8) -> bool {
+        match quote {
+            b'\'' => !self.no_backslash_escapes,
+            b'"' => !self.no_backslash_escapes && !self.ansi_quotes,
+            _ => false,
+        }
     }
 
     /// Bytes of the character at `i` of `q`: 2 for a two-byte character of the client's
@@ -405,7 +418,7 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
             // `SET STATEMENT var=value [, ...] FOR stmt`: the values last for that one
             // statement; the session changes only as `stmt` changes it.
             out.statement_scoped_set = true;
-            set_statement_inner(text)
+            set_statement_inner(text, lexing)
         } else {
             classify(words, nwords)
         };
@@ -494,7 +507,7 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                         i += lexing.char_len(q, i);
                         continue;
                     }
-                    if q[i] == b'\\' && b != b'`' && !lexing.no_backslash_escapes {
+                    if q[i] == b'\\' && lexing.escapes_in(b) {
                         i += 2;
                         continue;
                     }
@@ -835,7 +848,7 @@ fn get_diagnostics(words: &[&[u8]; 4], nwords: usize) -> bool {
 
 /// Kind and pins of `SET STATEMENT ... FOR stmt`: those of `stmt` (state weir does not follow
 /// when it cannot find it).
-fn set_statement_inner(text: &[u8]) -> (StatementKind, u32) {
+fn set_statement_inner(text: &[u8], lexing: Lexing) -> (StatementKind, u32) {
     let mut i = 0;
     let mut depth = 0i32;
     while i < text.len() {
@@ -843,7 +856,11 @@ fn set_statement_inner(text: &[u8]) -> (StatementKind, u32) {
             q @ (b'\'' | b'"' | b'`') => {
                 i += 1;
                 while i < text.len() && text[i] != q {
-                    if text[i] == b'\\' && q != b'`' {
+                    if text[i] >= 0x80 && lexing.multibyte.is_some() {
+                        i += lexing.char_len(text, i);
+                        continue;
+                    }
+                    if text[i] == b'\\' && lexing.escapes_in(q) {
                         i += 1;
                     }
                     i += 1;
@@ -864,7 +881,7 @@ fn set_statement_inner(text: &[u8]) -> (StatementKind, u32) {
                     i += 1;
                 }
                 if depth == 0 && text[start..i].eq_ignore_ascii_case(b"FOR") {
-                    let inner = scan(&text[i..]);
+                    let inner = scan_with(&text[i..], lexing);
                     return (inner.kind, inner.pin.0);
                 }
             }
@@ -1383,7 +1400,7 @@ mod tests {
     fn strings_end_where_the_session_lexing_ends_them() {
         let nbe = Lexing {
             no_backslash_escapes: true,
-            multibyte: None,
+            ..Lexing::default()
         };
         let q = b"SELECT 'C:\\' AS p, @v := 42, GET_LOCK('lk', 0) -- '";
         let r = scan_with(q, nbe);
@@ -1396,8 +1413,8 @@ mod tests {
         assert_eq!(scan(hidden).statements, 1);
         // sjis: 0x83 0x5C is one character; its second byte escapes nothing.
         let sjis = Lexing {
-            no_backslash_escapes: false,
             multibyte: Some(Multibyte::Sjis),
+            ..Lexing::default()
         };
         let q = b"SELECT '\x83\x5C', @v := 1 -- '";
         assert_ne!(scan_with(q, sjis).pin.0 & Pin::USER_VARIABLE, 0);
@@ -1410,8 +1427,8 @@ mod tests {
             (Multibyte::Big5, b"SELECT '\xA1\x5C', @v := 1 -- '"),
         ] {
             let lexing = Lexing {
-                no_backslash_escapes: false,
                 multibyte: Some(mb),
+                ..Lexing::default()
             };
             assert_ne!(scan_with(q, lexing).pin.0 & Pin::USER_VARIABLE, 0, "{mb:?}");
         }
@@ -1419,6 +1436,17 @@ mod tests {
         let q = b"SELECT '\x80\\'', @v := 1";
         assert_eq!(scan_with(q, sjis).pin.0, scan(q).pin.0);
         assert!(!Lexing::default().matters_for(b"SELECT '\\'"));
+        // ANSI_QUOTES: `"a\"` is an identifier ending in a backslash; strings still escape.
+        let ansi = Lexing {
+            ansi_quotes: true,
+            ..Lexing::default()
+        };
+        let q = b"SELECT 1 AS \"a\\\", @v := 42, GET_LOCK('lk', 0) -- \"";
+        assert_ne!(scan_with(q, ansi).pin.0 & Pin::USER_LOCK, 0);
+        assert_eq!(scan(q).pin.0, 0);
+        assert!(ansi.matters_for(q));
+        let q = b"SELECT 'it\\'s', @v := 1";
+        assert_eq!(scan_with(q, ansi).pin.0, scan(q).pin.0);
         assert_eq!(Multibyte::of_charset("CP932"), Some(Multibyte::Sjis));
         assert_eq!(Multibyte::of_charset("utf8mb4"), None);
         assert_eq!(Multibyte::of_collation(13), Some(Multibyte::Sjis));

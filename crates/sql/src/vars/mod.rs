@@ -16,9 +16,40 @@ pub struct SessionVars {
     system: Vec<SystemValue>,
     /// Set user variables `(name, value)`, sorted by name; NULL ones are absent.
     user: Vec<(Box<str>, Box<str>)>,
-    /// The sql_mode slot holds NO_BACKSLASH_ESCAPES: kept with the slot, since every
-    /// statement's scan asks ([`SessionVars::lexing`]).
+    /// What the sql_mode slot says of how statements are lexed (NO_BACKSLASH_ESCAPES,
+    /// ANSI_QUOTES): kept with the slot, since every statement's scan asks
+    /// ([`SessionVars::lexing`]).
+    mode_lexing: ModeLexing,
+}
+
+/// The lexing flags of a sql_mode value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct ModeLexing {
     no_backslash_escapes: bool,
+    ansi_quotes: bool,
+}
+
+impl ModeLexing {
+    /// Reads the modes named in a sql_mode value as set (`'ANSI,NO_BACKSLASH_ESCAPES'`):
+    /// ANSI_QUOTES, or a combination mode that includes it.
+    fn of(value: &str) -> ModeLexing {
+        let mut m = ModeLexing::default();
+        for mode in value
+            .split(|c: char| c == ',' || c == '\'' || c == '"' || c.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+        {
+            let is = |name: &str| mode.eq_ignore_ascii_case(name);
+            m.no_backslash_escapes |= is("NO_BACKSLASH_ESCAPES");
+            m.ansi_quotes |= is("ANSI_QUOTES")
+                || is("ANSI")
+                || is("DB2")
+                || is("MAXDB")
+                || is("MSSQL")
+                || is("ORACLE")
+                || is("POSTGRESQL");
+        }
+        m
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -79,7 +110,7 @@ impl SessionVars {
                 .collect(),
             user: Vec::new(),
             // sql_mode is one of the parse slots.
-            no_backslash_escapes: self.no_backslash_escapes,
+            mode_lexing: self.mode_lexing,
         }
     }
 
@@ -114,7 +145,7 @@ impl SessionVars {
     pub fn with_parse_context(&self, context: &SessionVars) -> SessionVars {
         let mut out = self.clone();
         out.system.retain(|s| !PARSE_KEYS.contains(&s.key));
-        out.no_backslash_escapes = false;
+        out.mode_lexing = ModeLexing::default();
         for s in &context.system {
             if PARSE_KEYS.contains(&s.key) {
                 out.set_system(s.key, s.name, Some(&s.value));
@@ -128,10 +159,14 @@ impl SessionVars {
     /// statement. A sql_mode or charset set in a way weir does not follow has pinned the
     /// session; its statements are read with what weir last knew.
     pub fn lexing(&self, handshake: u8) -> crate::Lexing {
-        let no_backslash_escapes = self.no_backslash_escapes;
+        let ModeLexing {
+            no_backslash_escapes,
+            ansi_quotes,
+        } = self.mode_lexing;
         if self.system.is_empty() {
             return crate::Lexing {
                 no_backslash_escapes,
+                ansi_quotes,
                 multibyte: crate::Multibyte::of_collation(handshake),
             };
         }
@@ -151,6 +186,7 @@ impl SessionVars {
         };
         crate::Lexing {
             no_backslash_escapes,
+            ansi_quotes,
             multibyte,
         }
     }
@@ -187,13 +223,9 @@ impl SessionVars {
             (Err(_), None) => {}
         }
         if key == SQL_MODE {
-            const NBE: &[u8] = b"NO_BACKSLASH_ESCAPES";
-            self.no_backslash_escapes = self.system_value(SQL_MODE).is_some_and(|s| {
-                s.value
-                    .as_bytes()
-                    .windows(NBE.len())
-                    .any(|w| w.eq_ignore_ascii_case(NBE))
-            });
+            self.mode_lexing = self
+                .system_value(SQL_MODE)
+                .map_or(ModeLexing::default(), |s| ModeLexing::of(&s.value));
         }
     }
 

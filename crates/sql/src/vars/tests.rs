@@ -756,4 +756,18 @@ fn lexing_follows_sql_mode_and_the_client_charset() {
         Some(Multibyte::Sjis)
     );
     assert_eq!(state(&["SET NAMES utf8mb4"]).lexing(13).multibyte, None);
+    for mode in [
+        "ANSI",
+        "'ansi_quotes'",
+        "'ORACLE,STRICT_TRANS_TABLES'",
+        "'MSSQL'",
+    ] {
+        let l = state(&[&format!("SET sql_mode = {mode}")]).lexing(45);
+        assert!(l.ansi_quotes && !l.no_backslash_escapes, "{mode}");
+    }
+    assert!(
+        !state(&["SET sql_mode = 'ANSI_QUOTESX,TRADITIONAL'"])
+            .lexing(45)
+            .ansi_quotes
+    );
 }
