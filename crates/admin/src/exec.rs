@@ -550,7 +550,7 @@ impl Admin {
             .filter(|w| !w.is_empty())
             .collect();
         let (query_only, id) = match words.as_slice() {
-            [_, id] => (false, *id),
+            [_, id] if *id != "connection" && *id != "query" => (false, *id),
             [_, "connection", id] => (false, *id),
             [_, "query", id] => (true, *id),
             _ => {
@@ -564,9 +564,9 @@ impl Admin {
         };
         let Ok(id) = id.parse::<u64>() else {
             return Err(AdminError::new(
-                1094,
-                "HY000",
-                format!("Unknown thread id: {id}"),
+                1064,
+                "42000",
+                format!("KILL: '{id}' is not a SessionID (a number, see stats_mysql_processlist)"),
             ));
         };
         if !self.control.kill_session(id, query_only) {

@@ -2428,8 +2428,10 @@ async fn the_admin_kills_client_sessions() {
     // Unknown ids and bad forms are errors; a stats user may not kill.
     let (code, msg) = admin_err(&w, "KILL 999999");
     assert_eq!(code, 1094, "{msg}");
-    let (code, msg) = admin_err(&w, "KILL QUERY 1 2");
-    assert_eq!(code, 1064, "{msg}");
+    for bad in ["KILL QUERY 1 2", "KILL CONNECTION", "KILL abc"] {
+        let (code, msg) = admin_err(&w, bad);
+        assert_eq!(code, 1064, "{bad}: {msg}");
+    }
     let (code, msg) = admin_err_as(&w, "stats", "stats", &format!("KILL {id}"));
     assert_eq!(code, 1227, "{msg}");
 }

@@ -4144,6 +4144,9 @@ async fn a_write_calling_a_stored_function_keeps_its_connection() {
         ("DO set_tz_w('+05:00')", "+05:00"),
         ("UPDATE sf_w SET a = set_tz_w('+06:00')", "+06:00"),
         ("INSERT INTO sf_w (a) VALUES (set_tz_w('+07:00'))", "+07:00"),
+        // The server reads a comment before `(` as a space.
+        ("DO set_tz_w/**/('+08:00')", "+08:00"),
+        ("UPDATE sf_w SET a = set_tz_w -- c\n ('+09:00')", "+09:00"),
     ] {
         let mut a = connect(&w, Some("weirtest")).await;
         a.query_drop(sql).await.unwrap();

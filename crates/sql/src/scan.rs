@@ -201,10 +201,55 @@ fn note_function(out: &mut QueryScan, w: &[u8]) -> bool {
     false
 }
 
-/// Whether `(` comes next in `q` from `i`, after any whitespace (a call).
+/// Whether `(` comes next in `q` from `i`, after any whitespace or comments (a call: the
+/// server reads `f/**/()` and `f -- c\n()` as `f()`).
 #[inline(always)]
-fn paren_follows(q: &[u8], i: usize) -> bool {
-    next_byte_is(q, i, b'(')
+fn paren_follows(q: &[u8], mut i: usize) -> bool {
+    loop {
+        match q.get(i) {
+            Some(b' ' | b'\t' | b'\n' | b'\r') => i += 1,
+            Some(b'(') => return true,
+            Some(b'/' | b'#' | b'-') => return paren_after_comments(q, i),
+            _ => return false,
+        }
+    }
+}
+
+/// [`paren_follows`] past comments (rare: kept off the per-word path).
+#[cold]
+#[inline(never)]
+fn paren_after_comments(q: &[u8], mut i: usize) -> bool {
+    let n = q.len();
+    while i < n {
+        match q[i] {
+            b if b.is_ascii_whitespace() || b == 0x0b => i += 1,
+            b'(' => return true,
+            b'#' => {
+                while i < n && q[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if i + 2 < n && q[i + 1] == b'-' && (q[i + 2] <= b' ' || q[i + 2] == 0x7F) => {
+                while i < n && q[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            // `/*!` and `/*M!` hold code, not a comment: what they hold is read as such.
+            b'/' if i + 1 < n
+                && q[i + 1] == b'*'
+                && q.get(i + 2) != Some(&b'!')
+                && q.get(i + 2..i + 4) != Some(&b"M!"[..]) =>
+            {
+                i += 2;
+                while i + 1 < n && !(q[i] == b'*' && q[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// Whether `want` comes next in `q` from `i`, after any whitespace.
@@ -537,7 +582,7 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                     }
                     if sysvar {
                         scope = note_system_variable(&mut out, name) && j < n && q[j] == b'.';
-                    } else if j < n && q[j] == b'(' {
+                    } else if paren_follows(q, i) {
                         names_table |= note_function(&mut out, name);
                         stmt_calls |= (qualified(q, start)
                             || !crate::builtins::is_builtin_callable(name))
@@ -1375,6 +1420,12 @@ mod tests {
             "SELECT db.concat(1)",
             "SELECT db.`f`(1) FROM t",
             "SELECT a FROM t WHERE my_check(a) > 0",
+            "DO f_tz/**/()",
+            "DO f_tz/*x*/ ()",
+            "SELECT weirtest.`f_tz` /**/ ()",
+            "DO f_tz#c\n()",
+            "DO f_tz-- c\n()",
+            "DO f_tz --\r\n ()",
         ] {
             assert!(scan(q.as_bytes()).calls_routine, "{q}");
         }
@@ -1382,6 +1433,7 @@ mod tests {
             "SELECT c FROM sbtest1 WHERE id=5",
             "SELECT COUNT(*), SUM(k), NOW(6), CONCAT('a', `b`) FROM t",
             "SELECT `count`(*) FROM t",
+            "SELECT COUNT/**/(*), a - -1, b --1 FROM t",
             "SELECT CAST(a AS CHAR(10)), CONVERT(b, DECIMAL(10,2)) FROM t",
             "SELECT a FROM t1 JOIN t2 USING (id) WHERE a IN (1, 2) AND (b OR c)",
             "SELECT a FROM (SELECT 1 AS a) d WHERE EXISTS (SELECT 1)",

@@ -287,8 +287,8 @@ pub(super) fn warnings(tables: &ConfigTables, admin: &AdminVariables) -> Vec<Str
     }
     let mut out = Vec::new();
     for (name, what) in [
-        ("auditlog_filename", "an audit log"),
-        ("eventslog_filename", "an events log"),
+        ("auditlog_filename", "audit log"),
+        ("eventslog_filename", "events log"),
     ] {
         if tables
             .mysql_variables
