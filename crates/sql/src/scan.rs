@@ -215,6 +215,22 @@ fn paren_follows(q: &[u8], mut i: usize) -> bool {
     }
 }
 
+/// Whether `--` at `i` starts a comment: as the server, when a space or any control
+/// character follows it.
+#[inline(always)]
+fn line_comment_at(q: &[u8], i: usize) -> bool {
+    i + 2 < q.len() && q[i + 1] == b'-' && (q[i + 2] <= b' ' || q[i + 2] == 0x7F)
+}
+
+/// Where the line from `i` ends (its `\n`, or the end of `q`).
+#[inline(always)]
+fn line_end(q: &[u8], mut i: usize) -> usize {
+    while i < q.len() && q[i] != b'\n' {
+        i += 1;
+    }
+    i
+}
+
 /// [`paren_follows`] past comments (rare: kept off the per-word path).
 #[cold]
 #[inline(never)]
@@ -224,16 +240,8 @@ fn paren_after_comments(q: &[u8], mut i: usize) -> bool {
         match q[i] {
             b if b.is_ascii_whitespace() || b == 0x0b => i += 1,
             b'(' => return true,
-            b'#' => {
-                while i < n && q[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'-' if i + 2 < n && q[i + 1] == b'-' && (q[i + 2] <= b' ' || q[i + 2] == 0x7F) => {
-                while i < n && q[i] != b'\n' {
-                    i += 1;
-                }
-            }
+            b'#' => i = line_end(q, i),
+            b'-' if line_comment_at(q, i) => i = line_end(q, i),
             // `/*!` and `/*M!` hold code, not a comment: what they hold is read as such.
             b'/' if i + 1 < n
                 && q[i + 1] == b'*'
@@ -247,18 +255,6 @@ fn paren_after_comments(q: &[u8], mut i: usize) -> bool {
                 i += 2;
             }
             _ => return false,
-        }
-    }
-    false
-}
-
-/// Whether `want` comes next in `q` from `i`, after any whitespace.
-#[inline(always)]
-fn next_byte_is(q: &[u8], mut i: usize, want: u8) -> bool {
-    while let Some(&b) = q.get(i) {
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            _ => return b == want,
         }
     }
     false
@@ -591,17 +587,8 @@ pub fn scan_with(q: &[u8], lexing: Lexing) -> QueryScan {
                 }
                 sysvar = scope;
             }
-            b'#' => {
-                while i < n && q[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            // As the server: `--` then a space or any control character.
-            b'-' if i + 2 < n && q[i + 1] == b'-' && (q[i + 2] <= b' ' || q[i + 2] == 0x7F) => {
-                while i < n && q[i] != b'\n' {
-                    i += 1;
-                }
-            }
+            b'#' => i = line_end(q, i),
+            b'-' if line_comment_at(q, i) => i = line_end(q, i),
             b'-' if i + 2 == n && q[i + 1] == b'-' => i = n,
             b'/' if i + 2 < n && q[i + 1] == b'*' && q[i + 2] == b'!' => {
                 i = skip_version(q, i + 3);
