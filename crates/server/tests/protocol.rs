@@ -406,21 +406,8 @@ fn kill_of_a_running_statements_session_closes_it_without_an_error() {
     assert_eq!(p[0], 0);
     let a_id = a.greeting.connection_id;
     a.send(b"\x03SELECT SLEEP(21)");
-    let primary = &common::topo().primary;
     let waited = Instant::now();
-    while primary
-        .query_value(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(21)'",
-        )
-        .unwrap()
-        == "0"
-    {
-        assert!(
-            waited.elapsed() < Duration::from_secs(10),
-            "the statement never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_running_on_primary("SELECT SLEEP(21)");
     let mut b = login();
     let r = b.query(&format!("KILL {a_id}"));
     assert_eq!(r[0][0], 0, "{:?}", String::from_utf8_lossy(&r[0]));
@@ -438,6 +425,66 @@ fn kill_of_a_running_statements_session_closes_it_without_an_error() {
         ),
     }
     assert!(waited.elapsed() < Duration::from_secs(15));
+}
+
+/// Waits until the primary runs the statement `info` (what there is to kill).
+fn wait_running_on_primary(info: &str) {
+    let primary = &common::topo().primary;
+    let t = Instant::now();
+    let sql = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = '{info}'");
+    while primary.query_value(&sql).unwrap() == "0" {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{info} never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `KILL <id>` of a session whose result is streaming, or whose statement the KILL ends with
+/// success (`DO SLEEP`): the client gets nothing more of the reply (no ERR 1317, no OK) and
+/// the connection closes, as on the server.
+#[test]
+fn kill_of_a_streaming_or_sleeping_session_sends_nothing_more() {
+    let weir = common::weir();
+    let victim_id = |c: &RawClient| c.greeting.connection_id;
+    // A statement the KILL QUERY ends with OK.
+    let (mut a, p) = RawClient::login(weir.port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(p[0], 0);
+    a.send(b"\x03DO SLEEP(22)");
+    wait_running_on_primary("DO SLEEP(22)");
+    let mut killer = login();
+    let r = killer.query(&format!("KILL {}", victim_id(&a)));
+    assert_eq!(r[0][0], 0);
+    match a.read_packet() {
+        Err(_) => {}
+        Ok((_, p)) => panic!("the killed session got {:?}", String::from_utf8_lossy(&p)),
+    }
+    // A result that is streaming: the rows already on their way, then the close.
+    let (mut b, p) = RawClient::login(weir.port, WEIR_USER, WEIR_PASS, Some("weirtest"));
+    assert_eq!(p[0], 0);
+    b.send(b"\x03SELECT seq, REPEAT('x', 20000) FROM seq_1_to_200000");
+    for _ in 0..50 {
+        b.read_packet().unwrap();
+    }
+    let r = killer.query(&format!("KILL {}", victim_id(&b)));
+    assert_eq!(r[0][0], 0);
+    let mut rows = 0u64;
+    loop {
+        match b.read_packet() {
+            Err(_) => break,
+            Ok((_, p)) => {
+                assert_ne!(
+                    p.first(),
+                    Some(&0xff),
+                    "an error after the KILL: {:?}",
+                    String::from_utf8_lossy(&p)
+                );
+                rows += 1;
+                assert!(rows < 200_000, "the result ran to its end");
+            }
+        }
+    }
 }
 
 #[test]

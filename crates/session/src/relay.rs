@@ -192,9 +192,9 @@ pub struct RelayExtras<'a> {
     /// reached the client, when it may come from a KILL QUERY meant for the statement before
     /// it on a pipe.
     pub withhold_interrupted: Option<Withhold<'a>>,
-    /// Cancelled when the session is killed (`KILL <id>`): an ERR 1317 that none of the reply
-    /// reached the client before is not forwarded either, since the server closes a killed
-    /// connection without a word (a client reading 1317 would take the connection for usable).
+    /// Cancelled when the session is killed (`KILL <id>`): nothing more of the reply is
+    /// forwarded, since the server closes a killed connection without a word (a client
+    /// reading the 1317 of weir's KILL QUERY would take the connection for usable).
     pub session_killed: Option<&'a tokio_util::sync::CancellationToken>,
 }
 
@@ -315,6 +315,19 @@ impl Relay<'_> {
         let staged = !self.client.wbuf.is_empty();
         if to <= from && !staged {
             return Ok(());
+        }
+        if self
+            .session_killed
+            .is_some_and(tokio_util::sync::CancellationToken::is_cancelled)
+        {
+            // `KILL <id>` of this session: as on the server, nothing more of the reply reaches
+            // the client (not the rows left, not the ERR 1317 of weir's KILL QUERY, not an OK
+            // the statement ended with), and the connection closes.
+            self.client.wbuf.clear();
+            return Err(RelayError::Client(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "the session was killed",
+            )));
         }
         if !self.guard.begin_write() {
             self.client.wbuf.clear();
