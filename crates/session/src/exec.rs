@@ -381,13 +381,13 @@ impl Session {
                 kill_queries: &kill_queries,
                 requested: &self.handle.kill_query_requested,
             }),
-            &self.handle.kill,
+            &self.handle.killed_write,
         )
         .await;
         drop(on_backend);
         self.clear_running();
         match timed {
-            Timed::Done(Ok(o)) if o.withheld && self.handle.kill.is_cancelled() => {
+            Timed::Done(Ok(o)) if o.withheld && self.handle.killed_write.is_cancelled() => {
                 // `KILL <id>` of this session stopped its statement: as the server, the
                 // connection closes without a word (the 1317 was not forwarded).
                 server

@@ -192,7 +192,8 @@ pub struct RelayExtras<'a> {
     /// reached the client, when it may come from a KILL QUERY meant for the statement before
     /// it on a pipe.
     pub withhold_interrupted: Option<Withhold<'a>>,
-    /// Cancelled when the session is killed (`KILL <id>`): nothing more of the reply is
+    /// Cancelled when the session is killed (`KILL <id>`; not at shutdown, where replies under
+    /// way must still reach their clients): nothing more of the reply is
     /// forwarded, since the server closes a killed connection without a word (a client
     /// reading the 1317 of weir's KILL QUERY would take the connection for usable).
     pub session_killed: Option<&'a tokio_util::sync::CancellationToken>,
