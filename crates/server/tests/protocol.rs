@@ -923,43 +923,50 @@ fn statement_id_minus_one_is_the_last_prepared() {
     assert!(direct[0].contains("packets"), "{direct:?}");
 }
 
-/// COM_CHANGE_USER as libmariadb sends it: auth data computed against the greeting's
-/// scramble, and, if an auth switch comes, the same bytes again. Accepted as on the server
-/// (weir used to switch to a new scramble, which such clients cannot answer: 1045).
+/// Logs in to `port`, then changes to the same user with schema weirtest and `collation`, as
+/// libmariadb does: auth data computed against the greeting's scramble and, if an auth switch
+/// comes, the same bytes again. Returns the client once the change succeeded.
+fn change_user_native(port: u16, collation: u16) -> RawClient {
+    use weir_wire::auth::{native_scramble_from_stage1, native_stage1};
+    let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
+    assert_eq!(ok[0], 0);
+    let proof =
+        native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(WEIR_PASS.as_bytes()));
+    let mut p = vec![0x11];
+    p.extend_from_slice(WEIR_USER.as_bytes());
+    p.push(0);
+    p.push(proof.len() as u8);
+    p.extend_from_slice(&proof);
+    p.extend_from_slice(b"weirtest\0");
+    p.extend_from_slice(&collation.to_le_bytes());
+    p.extend_from_slice(b"mysql_native_password\0");
+    c.send(&p);
+    let (seq, reply) = c.read_packet().unwrap();
+    let reply = if reply[0] == 0xfe {
+        // libmariadb answers an auth switch with what it computed already.
+        let mut raw = (proof.len() as u32).to_le_bytes()[..3].to_vec();
+        raw.push(seq.wrapping_add(1));
+        raw.extend_from_slice(&proof);
+        c.send_raw(&raw);
+        c.read_packet().unwrap().1
+    } else {
+        reply
+    };
+    assert_eq!(
+        reply[0],
+        0,
+        "port {port}: {:?}",
+        String::from_utf8_lossy(&reply)
+    );
+    c
+}
+
+/// COM_CHANGE_USER as libmariadb sends it (see `change_user_native`): accepted as on the
+/// server (weir used to switch to a new scramble, which such clients cannot answer: 1045).
 #[test]
 fn change_user_with_the_greeting_scramble() {
-    use weir_wire::auth::{native_scramble_from_stage1, native_stage1};
     let run = |port: u16| -> String {
-        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
-        assert_eq!(ok[0], 0);
-        let proof =
-            native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(WEIR_PASS.as_bytes()));
-        let mut p = vec![0x11];
-        p.extend_from_slice(WEIR_USER.as_bytes());
-        p.push(0);
-        p.push(proof.len() as u8);
-        p.extend_from_slice(&proof);
-        p.extend_from_slice(b"weirtest\0");
-        p.extend_from_slice(&45u16.to_le_bytes());
-        p.extend_from_slice(b"mysql_native_password\0");
-        c.send(&p);
-        let (seq, reply) = c.read_packet().unwrap();
-        let reply = if reply[0] == 0xfe {
-            // libmariadb answers an auth switch with what it computed already.
-            let mut raw = (proof.len() as u32).to_le_bytes()[..3].to_vec();
-            raw.push(seq.wrapping_add(1));
-            raw.extend_from_slice(&proof);
-            c.send_raw(&raw);
-            c.read_packet().unwrap().1
-        } else {
-            reply
-        };
-        assert_eq!(
-            reply[0],
-            0,
-            "port {port}: {:?}",
-            String::from_utf8_lossy(&reply)
-        );
+        let mut c = change_user_native(port, 45);
         let r = c.query("SELECT CONCAT(CURRENT_USER(), ' ', DATABASE())");
         String::from_utf8_lossy(&r[3][1..]).into_owned()
     };
@@ -974,37 +981,8 @@ fn change_user_with_the_greeting_scramble() {
 /// utf8mb4_general_ci.
 #[test]
 fn change_user_to_a_collation_past_255() {
-    use weir_wire::auth::{native_scramble_from_stage1, native_stage1};
     let run = |port: u16| -> String {
-        let (mut c, ok) = RawClient::login(port, WEIR_USER, WEIR_PASS, None);
-        assert_eq!(ok[0], 0);
-        let proof =
-            native_scramble_from_stage1(&c.greeting.scramble, &native_stage1(WEIR_PASS.as_bytes()));
-        let mut p = vec![0x11];
-        p.extend_from_slice(WEIR_USER.as_bytes());
-        p.push(0);
-        p.push(proof.len() as u8);
-        p.extend_from_slice(&proof);
-        p.extend_from_slice(b"weirtest\0");
-        p.extend_from_slice(&608u16.to_le_bytes());
-        p.extend_from_slice(b"mysql_native_password\0");
-        c.send(&p);
-        let (seq, reply) = c.read_packet().unwrap();
-        let reply = if reply[0] == 0xfe {
-            let mut raw = (proof.len() as u32).to_le_bytes()[..3].to_vec();
-            raw.push(seq.wrapping_add(1));
-            raw.extend_from_slice(&proof);
-            c.send_raw(&raw);
-            c.read_packet().unwrap().1
-        } else {
-            reply
-        };
-        assert_eq!(
-            reply[0],
-            0,
-            "port {port}: {:?}",
-            String::from_utf8_lossy(&reply)
-        );
+        let mut c = change_user_native(port, 608);
         let r = c.query(
             "SELECT CONCAT_WS(' ', @@character_set_client, @@collation_connection, \
              @@character_set_results)",
